@@ -1,0 +1,46 @@
+"""mcpline: the Model Context Protocol (2026-07-28) over stdio, Unix sockets and TCP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .jsonrpc import JsonRpcError
+from .protocol.capabilities import MissingCapabilityError
+from .server.content import (
+    ToolError,
+    ToolResult,
+    audio,
+    embedded_blob,
+    embedded_text,
+    image,
+    resource_link,
+    text,
+)
+from .server.context import Context
+from .server.core import Server
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Context",
+    "JsonRpcError",
+    "MissingCapabilityError",
+    "Server",
+    "ToolError",
+    "ToolResult",
+    "audio",
+    "embedded_blob",
+    "embedded_text",
+    "image",
+    "resource_link",
+    "text",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    raise AttributeError(name)

@@ -1,0 +1,288 @@
+"""JSON-RPC 2.0 message rules, sans-I/O.
+
+`parse` turns one line into exactly one of `Request`, `Notification`, `Response` or
+`Invalid`. An `Invalid` carries the error reply owed to the peer (or ``None`` when the
+broken message was a notification, which is never answered). Each envelope rule lives here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import msgspec
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+RequestId = Union[str, int]
+
+_decoder = msgspec.json.Decoder()
+
+
+class JsonRpcError(Exception):
+    """An error that becomes a JSON-RPC error response."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code}, {self.message!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: Any
+    """The raw ``params`` member; `_MISSING` when absent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    method: str
+    params: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    id: RequestId | None
+    result: Any = None
+    error: Any = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A message that breaks the envelope rules; `reply` is what we owe, if anything."""
+
+    reason: str
+    reply: dict[str, Any] | None
+
+
+Message = Union[Request, Notification, Response, Invalid]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+def is_valid_id(value: Any) -> bool:
+    """String or integer, never bool, float or null."""
+    t = type(value)
+    return t is str or t is int
+
+
+def error_response(id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """An error reply; without ``id`` when none could be read (the MCP schema forbids null)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    if id is None:
+        return {"jsonrpc": "2.0", "error": err}
+    return {"jsonrpc": "2.0", "id": id, "error": err}
+
+
+def result_response(id: RequestId, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "result": result}
+
+
+def request(id: RequestId, method: str, params: Any = MISSING) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not MISSING:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: Any = MISSING) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not MISSING:
+        msg["params"] = params
+    return msg
+
+
+def decode(line: bytes) -> Any:
+    """Strict JSON: UTF-8 only, no NaN/Infinity; raises `JsonRpcError` (-32700)."""
+    try:
+        return _decoder.decode(line)
+    except (msgspec.DecodeError, RecursionError, ValueError) as exc:
+        raise JsonRpcError(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+def parse(line: bytes) -> Message:
+    """Classify one line. Never raises."""
+    try:
+        obj = decode(line)
+    except JsonRpcError as exc:
+        return Invalid(exc.message, error_response(recover_id(line), PARSE_ERROR, exc.message))
+    return classify(obj)
+
+
+def classify(obj: Any) -> Message:
+    """Apply the JSON-RPC envelope rules to a decoded value."""
+    if type(obj) is not dict:
+        if type(obj) is list:
+            why = "Invalid Request: batch arrays are not supported; send one message per line"
+        else:
+            why = "Invalid Request: a message must be a JSON object"
+        return Invalid(why, error_response(None, INVALID_REQUEST, why))
+    if "method" in obj:
+        method = obj["method"]
+        if "id" not in obj:
+            if type(method) is not str or obj.get("jsonrpc") != "2.0":
+                return Invalid("malformed notification", None)
+            return Notification(method, obj.get("params", MISSING))
+        rid = obj["id"]
+        if not is_valid_id(rid):
+            why = "Invalid Request: id must be a string or an integer"
+            return Invalid(why, error_response(None, INVALID_REQUEST, why))
+        if obj.get("jsonrpc") != "2.0":
+            why = 'Invalid Request: "jsonrpc" must be "2.0"'
+            return Invalid(why, error_response(rid, INVALID_REQUEST, why))
+        if type(method) is not str:
+            why = "Invalid Request: method must be a string"
+            return Invalid(why, error_response(rid, INVALID_REQUEST, why))
+        return Request(rid, method, obj.get("params", MISSING))
+    if "id" in obj and ("result" in obj or "error" in obj):
+        rid = obj["id"]
+        if rid is not None and not is_valid_id(rid):
+            return Invalid("response with an invalid id", None)
+        if "error" in obj:
+            return Response(rid, error=obj["error"])
+        return Response(rid, result=obj["result"])
+    rid = obj.get("id")
+    why = "Invalid Request: not a request, notification or response"
+    return Invalid(why, error_response(rid if is_valid_id(rid) else None, INVALID_REQUEST, why))
+
+
+# --- id recovery from lines we could not (or would not) parse whole ---------------------
+
+_WS = frozenset(b" \t\r\n")
+_NUM = frozenset(b"-+0123456789.eE")
+
+
+def _skip_ws(data: bytes, i: int) -> int:
+    n = len(data)
+    while i < n and data[i] in _WS:
+        i += 1
+    return i
+
+
+def _scan_string(data: bytes, i: int) -> int:
+    """``data[i]`` is an opening quote; return the index after the closing one, or -1."""
+    i += 1
+    n = len(data)
+    while i < n:
+        q = data.find(b'"', i)
+        if q < 0:
+            return -1
+        b = q - 1
+        slashes = 0
+        while b >= i and data[b] == 0x5C:
+            slashes += 1
+            b -= 1
+        if slashes % 2 == 0:
+            return q + 1
+        i = q + 1
+    return -1
+
+
+def _skip_value(data: bytes, i: int) -> int:
+    """Skip one JSON value starting at ``i``; return the index after it, or -1."""
+    n = len(data)
+    depth = 0
+    while i < n:
+        c = data[i]
+        if c == 0x22:
+            i = _scan_string(data, i)
+            if i < 0:
+                return -1
+            if depth == 0:
+                return i
+            continue
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+            if depth < 0:
+                return -1
+        elif depth == 0 and c in b",":
+            return i
+        i += 1
+    return -1
+
+
+def recover_id(data: bytes) -> RequestId | None:
+    """Find a top-level ``"id"`` member in (possibly truncated or over-deep) JSON text.
+
+    Used only to address an error reply for a line that could not be processed whole.
+    Returns ``None`` unless a well-typed id is found at depth 1.
+    """
+    try:
+        i = _skip_ws(data, 0)
+        if i >= len(data) or data[i] != 0x7B:
+            return None
+        i += 1
+        while True:
+            i = _skip_ws(data, i)
+            if i >= len(data) or data[i] != 0x22:
+                return None
+            end = _scan_string(data, i)
+            if end < 0:
+                return None
+            key = msgspec.json.decode(data[i:end])
+            i = _skip_ws(data, end)
+            if i >= len(data) or data[i] != 0x3A:
+                return None
+            i = _skip_ws(data, i + 1)
+            if key == "id":
+                if i < len(data) and data[i] == 0x22:
+                    end = _scan_string(data, i)
+                    if end < 0:
+                        return None
+                    value = msgspec.json.decode(data[i:end])
+                    return value if isinstance(value, str) else None
+                j = i
+                while j < len(data) and data[j] in _NUM:
+                    j += 1
+                token = data[i:j]
+                if j >= len(data) or not token:
+                    return None
+                value = msgspec.json.decode(token)
+                return value if type(value) is int else None
+            i = _skip_value(data, i)
+            if i < 0:
+                return None
+            i = _skip_ws(data, i)
+            if i >= len(data) or data[i] != 0x2C:
+                return None
+            i += 1
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        return None

@@ -1,0 +1,45 @@
+"""Client-capability checks shared by every handler."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JsonRpcError
+
+
+class MissingCapabilityError(JsonRpcError):
+    """-32021: the request lacks a client capability that processing it needs."""
+
+    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
+        names = ", ".join(sorted(required)) or "?"
+        super().__init__(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            message or f"Missing required client capability: {names}",
+            {"requiredCapabilities": required},
+        )
+
+
+def has_capability(caps: dict[str, Any], path: str) -> bool:
+    """``path`` is dotted, e.g. ``"elicitation.url"``; each step must be an object."""
+    node: Any = caps
+    for part in path.split("."):
+        if type(node) is not dict:
+            return False
+        node = node.get(part)
+        if type(node) is not dict:
+            return False
+    return True
+
+
+def require_capability(caps: dict[str, Any], path: str) -> None:
+    """Raise -32021 unless ``path`` is declared; the error names it as a ClientCapabilities object."""
+    if has_capability(caps, path):
+        return
+    required: dict[str, Any] = {}
+    node = required
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node[part] = {}
+        node = node[part]
+    node[parts[-1]] = {}
+    raise MissingCapabilityError(required)

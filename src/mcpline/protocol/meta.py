@@ -1,0 +1,108 @@
+"""Validation of a modern request's ``params._meta``, sans-I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonrpc import (
+    INVALID_PARAMS,
+    MISSING,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JsonRpcError,
+)
+from .versions import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
+    LOG_LEVEL_RANK,
+    LOG_LEVELS,
+    PROTOCOL_VERSION_KEY,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestMeta:
+    """What one modern request says about its sender; valid for that request only."""
+
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: str | None
+    progress_token: str | int | None
+    raw: dict[str, Any]
+
+    def wants_log(self, level: str) -> bool:
+        """True when a `notifications/message` at ``level`` may be sent for this request."""
+        return self.log_level is not None and LOG_LEVEL_RANK[level] >= LOG_LEVEL_RANK[self.log_level]
+
+
+def has_modern_meta(params: Any) -> bool:
+    """True when ``params._meta`` names a protocol version (the modern era's marker)."""
+    if type(params) is not dict:
+        return False
+    meta = params.get("_meta")
+    return type(meta) is dict and PROTOCOL_VERSION_KEY in meta
+
+
+def _invalid(message: str, supported: tuple[str, ...]) -> JsonRpcError:
+    return JsonRpcError(INVALID_PARAMS, message, {"supported": list(supported)})
+
+
+def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMeta:
+    """Check the required per-request keys, in the order the spec's pipeline applies them.
+
+    Raises `JsonRpcError` with -32602 for missing or ill-typed keys (naming the versions we
+    speak, so that a legacy client learns what to do) and -32022 for a version we do not
+    serve.
+    """
+    if params is MISSING:
+        raise _invalid(
+            f"Invalid params: missing params._meta; this server speaks MCP {', '.join(supported)}",
+            supported,
+        )
+    if type(params) is not dict:
+        raise _invalid("Invalid params: params must be an object", supported)
+    meta = params.get("_meta", MISSING)
+    if meta is MISSING:
+        raise _invalid(
+            "Invalid params: missing params._meta with io.modelcontextprotocol/protocolVersion; "
+            f"this server speaks MCP {', '.join(supported)}",
+            supported,
+        )
+    if type(meta) is not dict:
+        raise _invalid("Invalid params: params._meta must be an object", supported)
+    version = meta.get(PROTOCOL_VERSION_KEY, MISSING)
+    if version is MISSING:
+        raise _invalid(f"Invalid params: _meta lacks {PROTOCOL_VERSION_KEY}", supported)
+    if type(version) is not str:
+        raise _invalid(f"Invalid params: {PROTOCOL_VERSION_KEY} must be a string", supported)
+    caps = meta.get(CLIENT_CAPABILITIES_KEY, MISSING)
+    if caps is MISSING:
+        raise _invalid(f"Invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}", supported)
+    if type(caps) is not dict:
+        raise _invalid(f"Invalid params: {CLIENT_CAPABILITIES_KEY} must be an object", supported)
+    if version not in supported:
+        raise JsonRpcError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"Unsupported protocol version {version!r}; supported: {', '.join(supported)}",
+            {"supported": list(supported), "requested": version},
+        )
+    level = meta.get(LOG_LEVEL_KEY)
+    if level is not None and level not in LOG_LEVEL_RANK:
+        raise JsonRpcError(
+            INVALID_PARAMS,
+            f"Invalid params: {LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}",
+        )
+    token = meta.get("progressToken")
+    if token is not None and type(token) not in (str, int):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: progressToken must be a string or integer")
+    info = meta.get(CLIENT_INFO_KEY)
+    return RequestMeta(
+        protocol_version=version,
+        client_capabilities=caps,
+        client_info=info if type(info) is dict else None,
+        log_level=level,
+        progress_token=token,
+        raw=meta,
+    )

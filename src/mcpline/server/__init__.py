@@ -1,0 +1,1 @@
+"""The server framework: registration, dispatch and per-connection runtime."""

@@ -1,0 +1,145 @@
+"""What a handler knows about the request it is serving, and how it talks back."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..jsonrpc import RequestId, notification
+from ..protocol.capabilities import has_capability, require_capability
+from ..protocol.meta import RequestMeta
+from ..protocol.versions import LOG_LEVEL_RANK
+
+if TYPE_CHECKING:
+    from .runtime import Connection
+
+_PY_LEVEL = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+class Context:
+    """Per-request context. ``report_progress`` and ``log`` are safe from sync tools' threads.
+
+    Nothing is ever written for a request after its response or its cancellation.
+    """
+
+    __slots__ = (
+        "request_id",
+        "method",
+        "meta",
+        "_conn",
+        "_loop",
+        "_loop_thread",
+        "_last_progress",
+        "closed",
+        "logger_name",
+        "extra",
+    )
+
+    def __init__(self, conn: Connection, request_id: RequestId, method: str, meta: RequestMeta | None) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.meta = meta
+        self._conn = conn
+        self._loop = conn.loop
+        self._loop_thread = conn.loop_thread
+        self._last_progress: float | None = None
+        self.closed = False
+        """True once the response was written or the request was cancelled."""
+        self.logger_name = conn.server.name
+        self.extra: dict[str, Any] = {}
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return self.meta.client_capabilities if self.meta else {}
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        return self.meta.client_info if self.meta else None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.closed
+
+    @property
+    def lifespan(self) -> Any:
+        """What the server's lifespan hook yielded (``None`` without one)."""
+        return self._conn.server.lifespan_state
+
+    def has_capability(self, path: str) -> bool:
+        """Whether this request declared a client capability, e.g. ``"sampling"``."""
+        return has_capability(self.client_capabilities, path)
+
+    def require_capability(self, path: str) -> None:
+        """Raise -32021 unless this request declared ``path`` (e.g. ``"elicitation.url"``)."""
+        require_capability(self.client_capabilities, path)
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        if threading.get_ident() == self._loop_thread:
+            fn(*args)
+        else:
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send `notifications/progress` if the request asked for it (a ``progressToken``).
+
+        Values must increase; a value that does not is dropped with a warning on stderr.
+        """
+        self._call(self._progress, progress, total, message)
+
+    def _progress(self, progress: float, total: float | None, message: str | None) -> None:
+        token = self.meta.progress_token if self.meta else None
+        if token is None or self.closed:
+            return
+        if self._last_progress is not None and not progress > self._last_progress:
+            logging.getLogger("mcpline").warning(
+                "progress for request %r must increase (%s after %s); not sent",
+                self.request_id,
+                progress,
+                self._last_progress,
+            )
+            return
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._conn.send_for(self, notification("notifications/progress", params))
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Log for this request: a `notifications/message` when the request's ``logLevel``
+        admits ``level``, otherwise a record on stderr through `logging`."""
+        if level not in LOG_LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}")
+        self._call(self._log, level, data, logger)
+
+    def _log(self, level: str, data: Any, logger: str | None) -> None:
+        if self.closed:
+            return
+        if self.meta is not None and self.meta.wants_log(level):
+            params: dict[str, Any] = {"level": level, "logger": logger or self.logger_name, "data": data}
+            self._conn.send_for(self, notification("notifications/message", params))
+        else:
+            logging.getLogger(logger or self.logger_name).log(_PY_LEVEL[level], "%s", data)
+
+    def debug(self, data: Any) -> None:
+        self.log("debug", data)
+
+    def info(self, data: Any) -> None:
+        self.log("info", data)
+
+    def warning(self, data: Any) -> None:
+        self.log("warning", data)
+
+    def error(self, data: Any) -> None:
+        self.log("error", data)

@@ -1,0 +1,376 @@
+"""`Server`: what is registered, what is advertised, and which handler serves a request."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING, JsonRpcError, Request, Response
+from ..protocol.meta import RequestMeta, validate_request_meta
+from ..protocol.versions import MODERN_VERSIONS, SERVER_INFO_KEY
+from ..wire import DEFAULT_MAX_LINE_BYTES
+from .context import Context
+from .tools import Tool, invoke, make_tool
+
+if TYPE_CHECKING:
+    from .runtime import Connection
+
+log = logging.getLogger("mcpline.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+Routed = tuple[Context, Awaitable[dict[str, Any]]]
+
+LEGACY_ONLY_METHODS = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A request method: its handler and the server capability that must be advertised."""
+
+    handler: Handler
+    capability: str | None = None
+    waits_for_lifespan: bool = True
+
+
+def encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(kind: str, cursor: Any, limit: int) -> int:
+    """The offset a cursor stands for; -32602 for anything we did not issue."""
+    if not isinstance(cursor, str):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: cursor must be a string")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, num = raw.partition(":")
+        offset = int(num)
+    except (ValueError, UnicodeDecodeError):
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: unknown cursor") from None
+    if prefix != kind or not 0 < offset <= limit or encode_cursor(kind, offset) != cursor:
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: unknown or expired cursor")
+    return offset
+
+
+class Server:
+    """An MCP server. Register tools with `tool`, then `run()`.
+
+    ``page_size`` bounds list pages; ``list_ttl_ms``/``cache_scope`` are the caching hints
+    on list results; ``max_in_flight`` pauses reading when that many requests are running;
+    ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
+    ``lifespan`` is an async context manager factory whose value handlers see as
+    ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        page_size: int = 100,
+        list_ttl_ms: int = 0,
+        cache_scope: str = "public",
+        discover_ttl_ms: int = 0,
+        max_in_flight: int = 256,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        shutdown_grace: float = 0.5,
+        sync_workers: int = 32,
+        lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+        server_info_in_results: bool = True,
+    ) -> None:
+        if cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        if list_ttl_ms < 0 or discover_ttl_ms < 0:
+            raise ValueError("ttl must be >= 0")
+        if page_size < 1 or max_in_flight < 1:
+            raise ValueError("page_size and max_in_flight must be positive")
+        self.name = name
+        self.version = version
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        for key, value in (("title", title), ("description", description), ("websiteUrl", website_url), ("icons", icons)):
+            if value:
+                self.info[key] = value
+        self.instructions = instructions
+        self.page_size = page_size
+        self.list_ttl_ms = list_ttl_ms
+        self.cache_scope = cache_scope
+        self.discover_ttl_ms = discover_ttl_ms
+        self.max_in_flight = max_in_flight
+        self.max_line_bytes = max_line_bytes
+        self.shutdown_grace = shutdown_grace
+        self.sync_workers = sync_workers
+        self.server_info_in_results = server_info_in_results
+        self.supported_versions: tuple[str, ...] = MODERN_VERSIONS
+        self._lifespan = lifespan
+        self.lifespan_state: Any = None
+        self._ready: asyncio.Event | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._sync_lock = threading.Lock()
+        self._sync_running = 0
+        self._tools: dict[str, Tool] = {}
+        self._tools_enabled = False
+        self.connections: set[Connection] = set()
+        self.methods: dict[str, Method] = {
+            "server/discover": Method(self._discover, None, waits_for_lifespan=False),
+            "tools/list": Method(self._tools_list, "tools"),
+            "tools/call": Method(self._tools_call, "tools"),
+        }
+        self.notification_hooks: dict[str, Callable[[Connection, Any], None]] = {}
+        self.response_hook: Callable[[Connection, Response], bool] | None = None
+        self.list_changed_hook: Callable[[Connection, str], None] | None = None
+        self.era_router: Callable[[Connection, Request], Routed | None] | None = None
+        """Lets another era (the legacy handshake) claim a request before modern routing."""
+
+    # --- registration ------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Any:
+        """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
+
+        The input schema comes from the type hints (or ``input_schema``), the description
+        from the docstring; a typed return gives ``outputSchema`` and ``structuredContent``.
+        ``annotations`` takes spec keys or ``read_only``/``destructive``/``idempotent``/
+        ``open_world``/``title``.
+        """
+        if callable(name):
+            self.add_tool(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                structured_output=structured_output,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+            )
+            return fn
+
+        return register
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+        """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
+        tool = make_tool(fn, **options)
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        self._tools_enabled = True
+        self.list_changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; raises `KeyError` when there is none by that name."""
+        del self._tools[name]
+        self.list_changed("tools")
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return dict(self._tools)
+
+    def list_changed(self, kind: str) -> None:
+        """Tell every connection that a list (``tools``, ``prompts``, ``resources``) changed."""
+        for conn in list(self.connections):
+            conn.list_changed(kind)
+
+    # --- what we advertise ---------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self._tools_enabled:
+            caps["tools"] = {}
+        caps["logging"] = {}
+        return caps
+
+    def finish_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Stamp a modern result with ``resultType`` and our serverInfo."""
+        result.setdefault("resultType", "complete")
+        if self.server_info_in_results:
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {SERVER_INFO_KEY: self.info}
+            elif SERVER_INFO_KEY not in meta:
+                result["_meta"] = {**meta, SERVER_INFO_KEY: self.info}
+        return result
+
+    # --- routing (pure decisions) --------------------------------------------------------
+
+    def route(self, req: Request) -> tuple[RequestMeta, Method]:
+        """Validate ``_meta`` and find the method, in the spec's order; raises `JsonRpcError`."""
+        meta = validate_request_meta(req.params, self.supported_versions)
+        method = self.methods.get(req.method)
+        if method is None:
+            if req.method in LEGACY_ONLY_METHODS:
+                raise JsonRpcError(
+                    METHOD_NOT_FOUND,
+                    f"Method not found: {req.method} belongs to the initialize handshake era; "
+                    f"this server speaks MCP {', '.join(self.supported_versions)} without it",
+                )
+            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        if method.capability is not None and method.capability not in self.capabilities():
+            raise JsonRpcError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {req.method} (this server does not offer {method.capability})",
+            )
+        return meta, method
+
+    def dispatch(self, conn: Connection, req: Request) -> Routed:
+        """The context and the awaitable that will produce the result; raises `JsonRpcError`
+        for requests answered with an error straight away."""
+        if self.era_router is not None:
+            routed = self.era_router(conn, req)
+            if routed is not None:
+                return routed
+        meta, method = self.route(req)
+        ctx = Context(conn, req.id, req.method, meta)
+        params = req.params if isinstance(req.params, dict) else {}
+        return ctx, self._call(method, ctx, params)
+
+    async def _call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        if method.waits_for_lifespan:
+            await self.wait_ready()
+        return self.finish_result(await method.handler(ctx, params))
+
+    # --- lifespan and threads -------------------------------------------------------------
+
+    async def wait_ready(self) -> None:
+        if self._ready is not None:
+            await self._ready.wait()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Enter the lifespan hook in the background and own the worker threads."""
+        self._executor = ThreadPoolExecutor(self.sync_workers, thread_name_prefix="mcpline-sync")
+        self._ready = asyncio.Event()
+        task: asyncio.Task[None] | None = None
+        stop = asyncio.Event()
+        if self._lifespan is None:
+            self._ready.set()
+        else:
+            task = asyncio.get_running_loop().create_task(self._run_lifespan(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, 5)
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _run_lifespan(self, stop: asyncio.Event) -> None:
+        assert self._lifespan is not None and self._ready is not None
+        try:
+            async with self._lifespan(self) as state:
+                self.lifespan_state = state
+                self._ready.set()
+                await stop.wait()
+        except Exception:
+            log.exception("lifespan hook failed")
+            self._ready.set()
+
+    async def run_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run blocking code on a worker thread."""
+
+        def call() -> Any:
+            try:
+                return fn()
+            finally:
+                with self._sync_lock:
+                    self._sync_running -= 1
+
+        with self._sync_lock:
+            self._sync_running += 1
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    @property
+    def busy_threads(self) -> int:
+        """Sync handlers still running on worker threads (cancelled ones included)."""
+        return self._sync_running
+
+    # --- handlers ---------------------------------------------------------------------------
+
+    async def _discover(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(self.supported_versions),
+            "capabilities": self.capabilities(),
+            "ttlMs": self.discover_ttl_ms,
+            "cacheScope": self.cache_scope,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    def paginate(self, kind: str, items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
+        """One page of ``items`` and the cursor of the next (None at the end)."""
+        cursor = params.get("cursor", MISSING)
+        start = 0 if cursor is MISSING or cursor is None else decode_cursor(kind, cursor, len(items))
+        end = start + self.page_size
+        return items[start:end], (encode_cursor(kind, end) if end < len(items) else None)
+
+    def list_result(self, key: str, page: list[Any], next_cursor: str | None) -> dict[str, Any]:
+        result: dict[str, Any] = {key: page, "ttlMs": self.list_ttl_ms, "cacheScope": self.cache_scope}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        page, nxt = self.paginate("tools", [t.definition for t in self._tools.values()], params)
+        return self.list_result("tools", page, nxt)
+
+    async def _tools_call(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
+        arguments = params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        tool = self._tools.get(name)
+        if tool is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name!r}", {"name": name})
+        return await invoke(tool, arguments, ctx, self.run_sync)
+
+    # --- running -----------------------------------------------------------------------------
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
+        ``"unix:/path"`` or ``"tcp:HOST:PORT"``."""
+        if transport == "stdio":
+            from ..transports.stdio import serve_stdio
+
+            serve_stdio(self, **options)
+        else:
+            from ..transports.sockets import serve_address
+
+            serve_address(self, transport, **options)
+

@@ -1,0 +1,224 @@
+"""One client connection to a `Server`: lines in, tasks run, messages out.
+
+Transport-independent: a transport feeds bytes to `data_received`/`eof_received` and gives
+the connection a `write` callable plus read pause/resume callbacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import jsonrpc
+from ..jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JsonRpcError,
+    Request,
+    RequestId,
+    error_response,
+    result_response,
+)
+from ..wire import LineBuffer, Oversized, encode
+from .context import Context
+
+if TYPE_CHECKING:
+    from .core import Server
+
+log = logging.getLogger("mcpline.server")
+
+
+class Connection:
+    """Serves one peer. Every request runs as its own task; replies are written whole."""
+
+    def __init__(
+        self,
+        server: Server,
+        write: Callable[[bytes], None],
+        *,
+        pause_reading: Callable[[], None] = lambda: None,
+        resume_reading: Callable[[], None] = lambda: None,
+        name: str = "stdio",
+    ) -> None:
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.name = name
+        self._write = write
+        self._pause = pause_reading
+        self._resume = resume_reading
+        self._lines = LineBuffer(server.max_line_bytes)
+        self.inflight: dict[RequestId, tuple[asyncio.Task[None], Context]] = {}
+        self._read_paused = False
+        self._write_paused = False
+        self.closing = asyncio.Event()
+        self.write_failed = False
+        self.close_hooks: list[Callable[[Connection], Awaitable[None] | None]] = []
+        self.state: dict[str, Any] = {}
+        """Per-connection state for features that need it (e.g. a legacy session)."""
+        server.connections.add(self)
+
+    # --- input ---------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing.is_set():
+            return
+        for item in self._lines.feed(data):
+            self.handle_line(item)
+
+    def eof_received(self) -> None:
+        for item in self._lines.eof():
+            self.handle_line(item)
+        self.begin_shutdown("end of input")
+
+    def handle_line(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
+            why = f"Parse error: message of {line.size} bytes exceeds the {self.server.max_line_bytes}-byte limit"
+            self.send(error_response(jsonrpc.recover_id(line.prefix), PARSE_ERROR, why))
+            return
+        msg = jsonrpc.parse(line)
+        if type(msg) is Request:
+            self.handle_request(msg)
+        elif type(msg) is jsonrpc.Notification:
+            self.handle_notification(msg)
+        elif type(msg) is jsonrpc.Invalid:
+            if msg.reply is not None:
+                self.send(msg.reply)
+            else:
+                log.debug("ignored malformed notification: %s", msg.reason)
+        else:
+            self.handle_response(msg)  # type: ignore[arg-type]
+
+    def handle_request(self, req: Request) -> None:
+        if req.id in self.inflight:
+            self.send(error_response(req.id, INVALID_REQUEST, "Invalid Request: id is already in flight"))
+            return
+        try:
+            coro = self.server.dispatch(self, req)
+        except JsonRpcError as exc:
+            self.send(error_response(req.id, exc.code, exc.message, exc.data))
+            return
+        ctx, awaitable = coro
+        task = self.loop.create_task(self._run(ctx, awaitable))
+        self.inflight[req.id] = (task, ctx)
+        if len(self.inflight) >= self.server.max_in_flight and not self._read_paused:
+            self._read_paused = True
+            self._pause()
+
+    def handle_notification(self, note: jsonrpc.Notification) -> None:
+        if note.method == "notifications/cancelled":
+            params = note.params
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            if jsonrpc.is_valid_id(rid):
+                self.cancel(rid, params.get("reason"))
+            return
+        hook = self.server.notification_hooks.get(note.method)
+        if hook is not None:
+            hook(self, note.params)
+        else:
+            log.debug("ignored notification %s", note.method)
+
+    def handle_response(self, resp: jsonrpc.Response) -> None:
+        hook = self.server.response_hook
+        if hook is None or not hook(self, resp):
+            log.debug("ignored a response with id %r", resp.id)
+
+    # --- running requests -----------------------------------------------------------------
+
+    async def _run(self, ctx: Context, awaitable: Awaitable[dict[str, Any]]) -> None:
+        msg: dict[str, Any] | None
+        try:
+            result = await awaitable
+            msg = result_response(ctx.request_id, result)
+        except asyncio.CancelledError:
+            msg = None
+        except JsonRpcError as exc:
+            msg = error_response(ctx.request_id, exc.code, exc.message, exc.data)
+        except Exception:
+            log.exception("internal error while handling %s", ctx.method)
+            msg = error_response(ctx.request_id, INTERNAL_ERROR, f"Internal error while handling {ctx.method}")
+        self._finish(ctx)
+        if msg is not None and not ctx.closed:
+            ctx.closed = True
+            self.send(msg)
+
+    def _finish(self, ctx: Context) -> None:
+        entry = self.inflight.get(ctx.request_id)
+        if entry is not None and entry[1] is ctx:
+            del self.inflight[ctx.request_id]
+        if self._read_paused and len(self.inflight) < self.server.max_in_flight and not self._write_paused:
+            self._read_paused = False
+            self._resume()
+
+    def cancel(self, request_id: RequestId, reason: Any = None) -> bool:
+        """Stop a request; nothing more is written for it. False when it is not in flight."""
+        entry = self.inflight.pop(request_id, None)
+        if entry is None:
+            return False
+        task, ctx = entry
+        ctx.closed = True
+        task.cancel()
+        log.debug("request %r cancelled (%s)", request_id, reason or "no reason given")
+        self._finish(ctx)
+        return True
+
+    # --- output ---------------------------------------------------------------------------
+
+    def send(self, msg: dict[str, Any]) -> None:
+        if self.write_failed:
+            return
+        try:
+            self._write(encode(msg))
+        except (BrokenPipeError, ConnectionError, OSError):
+            self.write_failed = True
+            self.begin_shutdown("output closed")
+
+    def send_for(self, ctx: Context, msg: dict[str, Any]) -> None:
+        """Write a message that belongs to a request, unless it is already answered or cancelled."""
+        if not ctx.closed:
+            self.send(msg)
+
+    def pause_writing(self) -> None:
+        """The peer is not reading: stop reading more work until it catches up."""
+        self._write_paused = True
+        if not self._read_paused:
+            self._read_paused = True
+            self._pause()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._read_paused and len(self.inflight) < self.server.max_in_flight:
+            self._read_paused = False
+            self._resume()
+
+    def list_changed(self, kind: str) -> None:
+        hook = self.server.list_changed_hook
+        if hook is not None:
+            hook(self, kind)
+
+    # --- shutdown ---------------------------------------------------------------------------
+
+    def begin_shutdown(self, why: str = "") -> None:
+        if not self.closing.is_set():
+            log.debug("connection %s closing: %s", self.name, why)
+            self.closing.set()
+
+    async def close(self, grace: float | None = None) -> None:
+        """Let in-flight work finish for ``grace`` seconds, cancel the rest, run close hooks."""
+        grace = self.server.shutdown_grace if grace is None else grace
+        for hook in self.close_hooks:
+            res = hook(self)
+            if res is not None:
+                await res
+        tasks = [t for t, _ in self.inflight.values()]
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
+        for rid in list(self.inflight):
+            self.cancel(rid, "shutting down")
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
+        self.server.connections.discard(self)

@@ -1,0 +1,216 @@
+"""Tools: registration from typed functions or raw schemas, validation and result shaping."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonrpc import JsonRpcError
+from . import schema as _schema
+from .content import ToolError, ToolResult, is_content_block, text
+from .context import Context
+
+log = logging.getLogger("mcpline.server")
+
+NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""Tool names: 1-64 characters of ``A-Z a-z 0-9 _ - .`` (what conformance checks enforce)."""
+
+ANNOTATION_KEYS = {
+    "title": "title",
+    "read_only": "readOnlyHint",
+    "destructive": "destructiveHint",
+    "idempotent": "idempotentHint",
+    "open_world": "openWorldHint",
+}
+
+
+def check_name(name: str, kind: str = "tool") -> None:
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ValueError(
+            f"invalid {kind} name {name!r}: use 1-64 characters from A-Z a-z 0-9 _ - ."
+        )
+
+
+def wants_context(hint: Any) -> bool:
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    return isinstance(hint, type) and issubclass(hint, Context)
+
+
+def _plain_return(tp: Any) -> bool:
+    """Return types that map to content, not to structured output."""
+    if tp in (inspect.Signature.empty, None, type(None), str, Any, ToolResult, dict, list):
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _plain_return(typing.get_args(tp)[0])
+    if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
+        return all(_plain_return(a) for a in typing.get_args(tp))
+    if origin in (list, dict):
+        args = typing.get_args(tp)
+        return bool(args) and all(a in (dict, Any) or typing.get_origin(a) is dict for a in args[-1:])
+    return False
+
+
+@dataclass
+class Tool:
+    """A registered tool. `definition` is the `Tool` object of ``tools/list``."""
+
+    name: str
+    fn: Callable[..., Any]
+    definition: dict[str, Any]
+    validator: _schema.Validator
+    signature: _schema.Signature | None
+    context_param: str | None
+    is_async: bool
+    wrap_output: bool | None
+    """None: no structured output; False: value is the object; True: wrapped as ``{"result": …}``."""
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        return self.definition.get("annotations", {})
+
+
+def make_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    input_schema: dict[str, Any] | None = None,
+    output_schema: dict[str, Any] | None = None,
+    structured_output: bool | None = None,
+    annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Tool:
+    """Build a `Tool` from a function; raises `ValueError` for anything a client would reject."""
+    tool_name = name or fn.__name__
+    check_name(tool_name)
+    summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
+    desc = description if description is not None else summary
+    if not desc:
+        raise ValueError(f"tool {tool_name!r} needs a description (a docstring or description=)")
+    signature: _schema.Signature | None = None
+    context_param: str | None = None
+    if input_schema is None:
+        signature = _schema.Signature(fn, name=tool_name, skip=wants_context, arg_docs=arg_docs)
+        context_param = signature.context_param
+        schema = signature.schema
+    else:
+        schema = input_schema
+        hints = typing.get_type_hints(fn, include_extras=True)
+        for pname in inspect.signature(fn).parameters:
+            if wants_context(hints.get(pname)):
+                context_param = pname
+    _schema.check_tool_input_schema(schema)
+
+    wrap: bool | None = None
+    if output_schema is not None:
+        _schema.check_schema(output_schema)
+        wrap = False
+    elif structured_output is not False:
+        ret = typing.get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
+        if not _plain_return(ret):
+            try:
+                output_schema, wrap = _schema.output_schema_for(ret)
+            except (TypeError, ValueError) as exc:
+                if structured_output:
+                    raise ValueError(f"tool {tool_name!r}: {exc}") from exc
+                output_schema = None
+        elif structured_output:
+            raise ValueError(f"tool {tool_name!r}: structured output needs a typed return annotation")
+
+    definition: dict[str, Any] = {"name": tool_name}
+    if title:
+        definition["title"] = title
+    definition["description"] = desc
+    definition["inputSchema"] = schema
+    if output_schema is not None:
+        definition["outputSchema"] = output_schema
+    if annotations:
+        definition["annotations"] = {ANNOTATION_KEYS.get(k, k): v for k, v in annotations.items()}
+    if icons:
+        definition["icons"] = icons
+    if meta:
+        definition["_meta"] = meta
+    return Tool(
+        name=tool_name,
+        fn=fn,
+        definition=definition,
+        validator=_schema.Validator(schema),
+        signature=signature,
+        context_param=context_param,
+        is_async=inspect.iscoroutinefunction(fn),
+        wrap_output=wrap,
+    )
+
+
+def error_result(message: str) -> dict[str, Any]:
+    return {"content": [text(message)], "isError": True}
+
+
+def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
+    """A tool's return value as a `CallToolResult`."""
+    if isinstance(value, ToolResult):
+        return value.to_json()
+    if tool.wrap_output is not None:
+        data = _schema.to_json(value)
+        structured = {"result": data} if tool.wrap_output else data
+        return {
+            "content": [text(_schema.dumps_text(structured))],
+            "structuredContent": structured,
+        }
+    if value is None:
+        return {"content": []}
+    if isinstance(value, str):
+        return {"content": [text(value)]}
+    if is_content_block(value):
+        return {"content": [value]}
+    if isinstance(value, (list, tuple)) and all(is_content_block(v) or isinstance(v, str) for v in value):
+        return {"content": [text(v) if isinstance(v, str) else v for v in value]}
+    return {"content": [text(_schema.dumps_text(_schema.to_json(value)))]}
+
+
+async def invoke(
+    tool: Tool,
+    arguments: dict[str, Any],
+    ctx: Context,
+    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+) -> dict[str, Any]:
+    """Validate ``arguments``, run the tool and shape its result.
+
+    Schema violations and exceptions from the tool body become ``isError`` results that
+    say what went wrong; cancellation propagates.
+    """
+    problems = tool.validator.errors(arguments)
+    if problems:
+        return error_result(f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems))
+    try:
+        kwargs = tool.signature.bind(arguments) if tool.signature else dict(arguments)
+    except (TypeError, ValueError) as exc:
+        return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+    if tool.context_param:
+        kwargs[tool.context_param] = ctx
+    try:
+        if tool.is_async:
+            value = await tool.fn(**kwargs)
+        else:
+            value = await run_sync(lambda: tool.fn(**kwargs))
+        if inspect.isawaitable(value):
+            value = await value
+        return shape_result(tool, value)
+    except ToolError as exc:
+        return error_result(str(exc) or type(exc).__name__)
+    except Exception as exc:
+        if isinstance(exc, JsonRpcError):
+            raise
+        log.exception("tool %r raised", tool.name)
+        detail = str(exc) or "no details"
+        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
+

@@ -1,0 +1,1 @@
+"""Byte-stream adapters (stdio, Unix sockets, TCP) around the sans-I/O core."""
