@@ -1,0 +1,63 @@
+"""``mcpline run FILE[:OBJECT] [--listen ADDRESS]``: serve a server defined in a Python file."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_NAMES = ("server", "mcp", "app")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="serve the mcpline Server defined in a Python file")
+    p.add_argument("target", metavar="FILE[:OBJECT]", help="a .py file, optionally with the name of its Server object")
+    p.add_argument(
+        "--listen",
+        metavar="ADDRESS",
+        default="stdio",
+        help="stdio (default), unix:/path/to.sock or tcp:HOST:PORT",
+    )
+    p.set_defaults(func=run)
+
+
+def load_server(target: str) -> Any:
+    """Import ``FILE[:OBJECT]`` (without running its ``__main__`` block) and return the Server."""
+    from ..server.core import Server
+
+    path_text, _, obj_name = target.rpartition(":")
+    if not path_text or not obj_name.isidentifier():
+        path_text, obj_name = target, ""
+    path = Path(path_text).resolve()
+    if not path.is_file():
+        raise SystemExit(f"mcpline run: no such file: {path_text}")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"mcpline run: cannot import {path_text}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    if obj_name:
+        obj = getattr(module, obj_name, None)
+        if not isinstance(obj, Server):
+            raise SystemExit(f"mcpline run: {path_text} has no Server named {obj_name!r}")
+        return obj
+    for name in DEFAULT_NAMES:
+        obj = getattr(module, name, None)
+        if isinstance(obj, Server):
+            return obj
+    found = [v for v in vars(module).values() if isinstance(v, Server)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SystemExit(f"mcpline run: {path_text} defines no mcpline Server")
+    raise SystemExit(f"mcpline run: {path_text} defines several Servers; name one as FILE:OBJECT")
+
+
+def run(args: argparse.Namespace) -> int:
+    server = load_server(args.target)
+    server.run(args.listen)
+    return 0
