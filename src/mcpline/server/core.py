@@ -123,6 +123,7 @@ class Server:
         self._sync_running = 0
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
+        self._hidden_tools: set[str] = set()
         self.connections: set[Connection] = set()
         self.methods: dict[str, Method] = {
             "server/discover": Method(self._discover, None, waits_for_lifespan=False),
@@ -149,13 +150,14 @@ class Server:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        hidden: bool = False,
     ) -> Any:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
         The input schema comes from the type hints (or ``input_schema``), the description
         from the docstring; a typed return gives ``outputSchema`` and ``structuredContent``.
         ``annotations`` takes spec keys or ``read_only``/``destructive``/``idempotent``/
-        ``open_world``/``title``.
+        ``open_world``/``title``. A ``hidden`` tool can be called but is not listed.
         """
         if callable(name):
             self.add_tool(name)
@@ -173,25 +175,32 @@ class Server:
                 annotations=annotations,
                 icons=icons,
                 meta=meta,
+                hidden=hidden,
             )
             return fn
 
         return register
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+    def add_tool(self, fn: Callable[..., Any], *, hidden: bool = False, **options: Any) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
         tool = make_tool(fn, **options)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if hidden:
+            self._hidden_tools.add(tool.name)
         self._tools_enabled = True
-        self.list_changed("tools")
+        if not hidden:
+            self.list_changed("tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
         del self._tools[name]
-        self.list_changed("tools")
+        if name in self._hidden_tools:
+            self._hidden_tools.discard(name)
+        else:
+            self.list_changed("tools")
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -343,7 +352,8 @@ class Server:
         return result
 
     async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        page, nxt = self.paginate("tools", [t.definition for t in self._tools.values()], params)
+        listed = [t.definition for t in self._tools.values() if t.name not in self._hidden_tools]
+        page, nxt = self.paginate("tools", listed, params)
         return self.list_result("tools", page, nxt)
 
     async def _tools_call(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,235 @@
+"""The conformance suite's "everything" server, over stdio: `python examples/everything.py`.
+
+Same tools, resources, templates, prompts and completions as the official fixture
+(``examples/servers/typescript/everything-server.ts`` in modelcontextprotocol/conformance),
+with the fixture's known deviations fixed, plus four stdio extras: ``sleep``,
+``stray_print``, ``trigger_list_changed`` and ``touch_resource``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcpline import Context, Server, ToolError, ToolResult, audio, embedded_text, image, text
+
+PNG_1x1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+WAV_MIN = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
+LOGGER = "conformance-test-server"
+NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}}
+
+server = Server(
+    "everything-stateless-server",
+    version="1.0.0",
+    list_ttl_ms=300_000,
+    cache_scope="public",
+)
+
+
+# --- content tools (fixture §4.2) ---------------------------------------------------------
+
+
+@server.tool(description="Tests simple text content response", input_schema=NO_ARGS)
+def test_simple_text() -> str:
+    return "This is a simple text response for testing."
+
+
+@server.tool(description="Tests image content response", input_schema=NO_ARGS)
+def test_image_content() -> dict[str, Any]:
+    return image(PNG_1x1, "image/png")
+
+
+@server.tool(description="Tests audio content response", input_schema=NO_ARGS)
+def test_audio_content() -> dict[str, Any]:
+    return audio(WAV_MIN, "audio/wav")
+
+
+@server.tool(description="Tests embedded resource content response", input_schema=NO_ARGS)
+def test_embedded_resource() -> dict[str, Any]:
+    return embedded_text(
+        "test://embedded-resource", "This is an embedded resource content.", "text/plain"
+    )
+
+
+@server.tool(
+    description="Tests response with multiple content types (text, image, resource)",
+    input_schema=NO_ARGS,
+)
+def test_multiple_content_types() -> list[dict[str, Any]]:
+    return [
+        text("Multiple content types test:"),
+        image(PNG_1x1, "image/png"),
+        embedded_text(
+            "test://mixed-content-resource",
+            json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+            "application/json",
+        ),
+    ]
+
+
+@server.tool(
+    description="Tests tool that emits log messages during execution", input_schema=NO_ARGS
+)
+async def test_tool_with_logging(ctx: Context) -> str:
+    for i, message in enumerate(
+        ("Tool execution started", "Tool processing data", "Tool execution completed")
+    ):
+        if i:
+            await asyncio.sleep(0.05)
+        ctx.log("info", message, logger=LOGGER)
+    return "Tool with logging executed successfully"
+
+
+@server.tool(description="Tests tool that reports progress notifications", input_schema=NO_ARGS)
+async def test_tool_with_progress(ctx: Context) -> str:
+    for i, step in enumerate((0, 50, 100)):
+        if i:
+            await asyncio.sleep(0.05)
+        ctx.report_progress(step, 100, f"Completed step {step} of 100")
+    token = ctx.meta.progress_token if ctx.meta else None
+    return (
+        str(token)
+        if token is not None
+        else "Progress test completed (the request carried no progressToken)"
+    )
+
+
+@server.tool(description="Tests error response handling", input_schema=NO_ARGS)
+def test_error_handling() -> ToolResult:
+    return ToolResult(
+        content=[text("This tool intentionally returns an error for testing")], is_error=True
+    )
+
+
+@server.tool(
+    description=(
+        "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the "
+        "stream mid-call and send the result after client reconnects."
+    ),
+    input_schema=NO_ARGS,
+)
+def test_reconnection() -> str:
+    # stdio has no stream to drop: the result simply arrives.
+    return (
+        "Reconnection test completed successfully. If you received this, the client properly "
+        "reconnected after stream closure."
+    )
+
+
+# --- legacy server-to-client tools (test_sampling, test_elicitation, ...) go here -----------
+
+
+JSON_SCHEMA_2020_12: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@server.tool(
+    description="Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+def json_schema_2020_12_tool(**arguments: Any) -> str:
+    return "JSON Schema 2020-12 tool called with: " + json.dumps(arguments, separators=(",", ":"))
+
+
+@server.tool(description="Test tool requiring sampling", input_schema=NO_ARGS)
+def test_missing_capability(ctx: Context) -> str:
+    ctx.require_capability("sampling")
+    return "Success"
+
+
+# --- MRTR tools (test_input_required_result_*) go here ----------------------------------------
+
+
+@server.tool(
+    description="Diagnostic tool validating response progress streams", input_schema=NO_ARGS
+)
+def test_streaming_elicitation(ctx: Context) -> str:
+    # Progress only when the request asked for it; never a server-to-client request.
+    ctx.report_progress(50, 100, "Streaming in progress")
+    return "Streaming complete"
+
+
+@server.tool(description="Diagnostic logging validator tool", input_schema=NO_ARGS)
+def test_logging_tool(ctx: Context) -> str:
+    # A notifications/message only when the request's logLevel admits "info".
+    ctx.log("info", "Diagnostic trace logging activated", logger=LOGGER)
+    return "Logging evaluated"
+
+
+# --- hidden triggers (fixture §9): callable, not listed --------------------------------------
+
+
+@server.tool(description="Emit tools/list_changed to listeners", input_schema=NO_ARGS, hidden=True)
+def test_trigger_tool_change() -> str:
+    server.list_changed("tools")
+    return "Mutation triggered"
+
+
+@server.tool(
+    description="Emit prompts/list_changed to listeners", input_schema=NO_ARGS, hidden=True
+)
+def test_trigger_prompt_change() -> str:
+    server.list_changed("prompts")
+    return "Mutation triggered"
+
+
+# --- stdio extras ----------------------------------------------------------------------------
+
+
+@server.tool
+async def sleep(ms: int) -> str:
+    """Wait ``ms`` milliseconds, then answer; cancellable."""
+    if ms < 0:
+        raise ToolError("ms must be >= 0")
+    await asyncio.sleep(ms / 1000)
+    return f"slept {ms}"
+
+
+@server.tool
+def stray_print(text: str) -> str:
+    """Call print(text): the output must not reach the protocol stream."""
+    print(text)
+    return "printed"
+
+
+def dynamic_tool() -> str:
+    """A tool that trigger_list_changed adds and removes."""
+    return "dynamic tool called"
+
+
+@server.tool
+def trigger_list_changed() -> str:
+    """Add dynamic_tool if absent, remove it if present (listeners get tools/list_changed)."""
+    if "dynamic_tool" in server.tools:
+        server.remove_tool("dynamic_tool")
+        return "removed dynamic_tool"
+    server.add_tool(dynamic_tool)
+    return "added dynamic_tool"
+
+
+if __name__ == "__main__":
+    server.run()
