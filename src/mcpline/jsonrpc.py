@@ -9,7 +9,7 @@ and nowhere else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 
@@ -22,7 +22,7 @@ HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
-RequestId = Union[str, int]
+RequestId = str | int
 
 _decoder = msgspec.json.Decoder()
 
@@ -79,7 +79,7 @@ class Invalid:
     reply: dict[str, Any] | None
 
 
-Message = Union[Request, Notification, Response, Invalid]
+Message = Request | Notification | Response | Invalid
 
 
 class _Missing:
@@ -98,7 +98,9 @@ def is_valid_id(value: Any) -> bool:
     return t is str or t is int
 
 
-def error_response(id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+def error_response(
+    id: RequestId | None, code: int, message: str, data: Any = None
+) -> dict[str, Any]:
     """An error reply; without ``id`` when none could be read (the MCP schema forbids null)."""
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -131,16 +133,38 @@ def decode(line: bytes) -> Any:
     try:
         return _decoder.decode(line)
     except (msgspec.DecodeError, RecursionError, ValueError) as exc:
-        raise JsonRpcError(PARSE_ERROR, f"Parse error: {exc}") from None
+        raise JsonRpcError(PARSE_ERROR, _parse_message(exc)) from None
 
 
 def parse(line: bytes) -> Message:
     """Classify one line. Never raises."""
     try:
-        obj = decode(line)
-    except JsonRpcError as exc:
-        return Invalid(exc.message, error_response(recover_id(line), PARSE_ERROR, exc.message))
+        obj = _decoder.decode(line)
+    except (msgspec.DecodeError, RecursionError, ValueError) as exc:
+        return unparsable(line, _parse_message(exc))
     return classify(obj)
+
+
+def _parse_message(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "Parse error: JSON nested too deeply to process"
+    return f"Parse error: {exc}"
+
+
+def unparsable(line: bytes, message: str) -> Invalid:
+    """The verdict on a line we could not decode whole.
+
+    A line whose top level reads as an object with a ``method`` and no ``id`` is a
+    notification and gets no reply; otherwise the -32700 reply carries the id when one can
+    be recovered.
+    """
+    env = scan_envelope(line)
+    if env.complete and env.has_method and not env.has_id:
+        return Invalid(message, None)
+    rid = env.id
+    if rid is None and not env.complete:
+        rid = trailing_id(line[-4096:])
+    return Invalid(message, error_response(rid, PARSE_ERROR, message))
 
 
 def classify(obj: Any) -> Message:
@@ -228,61 +252,164 @@ def _skip_value(data: bytes, i: int) -> int:
         if c in b"[{":
             depth += 1
         elif c in b"]}":
+            if depth == 0:
+                return i  # the end of the enclosing container ends a scalar
             depth -= 1
             if depth == 0:
                 return i + 1
-            if depth < 0:
-                return -1
-        elif depth == 0 and c in b",":
+        elif depth == 0 and c == 0x2C:
             return i
         i += 1
     return -1
 
 
-def recover_id(data: bytes) -> RequestId | None:
-    """Find a top-level ``"id"`` member in (possibly truncated or over-deep) JSON text.
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What the top level of a (possibly broken or truncated) JSON object shows."""
 
-    Used only to address an error reply for a line that could not be processed whole.
-    Returns ``None`` unless a well-typed id is found at depth 1.
+    id: RequestId | None
+    """A well-typed top-level ``id``, if one was read."""
+    has_id: bool
+    has_method: bool
+    complete: bool
+    """The object's closing brace was reached."""
+
+
+def _read_id(data: bytes, i: int) -> RequestId | None:
+    if i < len(data) and data[i] == 0x22:
+        end = _scan_string(data, i)
+        if end < 0:
+            return None
+        value = msgspec.json.decode(data[i:end])
+        return value if isinstance(value, str) else None
+    j = i
+    while j < len(data) and data[j] in _NUM:
+        j += 1
+    token = data[i:j]
+    if j >= len(data) or not token:
+        return None
+    value = msgspec.json.decode(token)
+    return value if type(value) is int else None
+
+
+def scan_envelope(data: bytes) -> Envelope:
+    """Read the top-level members of JSON object text without decoding nested values.
+
+    Used only for lines that could not be decoded whole (too deep, too large, or broken
+    somewhere inside), to decide whether an error reply is owed and where to address it.
     """
+    rid: RequestId | None = None
+    has_id = has_method = False
+    n = len(data)
     try:
         i = _skip_ws(data, 0)
-        if i >= len(data) or data[i] != 0x7B:
-            return None
-        i += 1
+        if i >= n or data[i] != 0x7B:
+            return Envelope(None, False, False, False)
+        i = _skip_ws(data, i + 1)
+        if i < n and data[i] == 0x7D:
+            return Envelope(None, False, False, True)
         while True:
-            i = _skip_ws(data, i)
-            if i >= len(data) or data[i] != 0x22:
-                return None
+            if i >= n or data[i] != 0x22:
+                break
             end = _scan_string(data, i)
             if end < 0:
-                return None
+                break
             key = msgspec.json.decode(data[i:end])
             i = _skip_ws(data, end)
-            if i >= len(data) or data[i] != 0x3A:
-                return None
+            if i >= n or data[i] != 0x3A:
+                break
             i = _skip_ws(data, i + 1)
             if key == "id":
-                if i < len(data) and data[i] == 0x22:
-                    end = _scan_string(data, i)
-                    if end < 0:
-                        return None
-                    value = msgspec.json.decode(data[i:end])
-                    return value if isinstance(value, str) else None
-                j = i
-                while j < len(data) and data[j] in _NUM:
-                    j += 1
-                token = data[i:j]
-                if j >= len(data) or not token:
-                    return None
-                value = msgspec.json.decode(token)
-                return value if type(value) is int else None
+                has_id = True
+                if rid is None:
+                    rid = _read_id(data, i)
+            elif key == "method":
+                has_method = True
             i = _skip_value(data, i)
             if i < 0:
-                return None
+                break
             i = _skip_ws(data, i)
-            if i >= len(data) or data[i] != 0x2C:
-                return None
-            i += 1
+            if i < n and data[i] == 0x7D:
+                return Envelope(rid, has_id, has_method, True)
+            if i >= n or data[i] != 0x2C:
+                break
+            i = _skip_ws(data, i + 1)
     except (msgspec.DecodeError, RecursionError, ValueError):
+        pass
+    return Envelope(rid, has_id, has_method, False)
+
+
+def trailing_id(data: bytes) -> RequestId | None:
+    """An ``"id"`` written as the last member of a JSON object that ends ``data``.
+
+    The member right before an object's final brace is at the top level, so this is
+    reliable for peers that serialise the id last, even when only the line's tail is kept.
+    """
+    try:
+        i = len(data) - 1
+        while i >= 0 and data[i] in _WS:
+            i -= 1
+        if i < 0 or data[i] != 0x7D:
+            return None
+        i -= 1
+        while i >= 0 and data[i] in _WS:
+            i -= 1
+        if i < 0:
+            return None
+        value: Any
+        if data[i] == 0x22:
+            q = i - 1
+            while True:
+                q = data.rfind(b'"', 0, q + 1)
+                if q < 0:
+                    return None
+                b = q - 1
+                while b >= 0 and data[b] == 0x5C:
+                    b -= 1
+                if (q - 1 - b) % 2 == 0:
+                    break
+                q -= 1
+            value = msgspec.json.decode(data[q : i + 1])
+            if not isinstance(value, str):
+                return None
+            i = q - 1
+        else:
+            j = i
+            while j >= 0 and data[j] in _NUM:
+                j -= 1
+            if j == i:
+                return None
+            value = msgspec.json.decode(data[j + 1 : i + 1])
+            if type(value) is not int:
+                return None
+            i = j
+        while i >= 0 and data[i] in _WS:
+            i -= 1
+        if i < 0 or data[i] != 0x3A:
+            return None
+        i -= 1
+        while i >= 0 and data[i] in _WS:
+            i -= 1
+        if i < 3 or data[i - 3 : i + 1] != b'"id"':
+            return None
+        i -= 4
+        while i >= 0 and data[i] in _WS:
+            i -= 1
+        if i < 0 or data[i] not in b",{":
+            return None
+        return value  # type: ignore[no-any-return]
+    except (msgspec.DecodeError, ValueError):
         return None
+
+
+def recover_id(data: bytes, suffix: bytes = b"") -> RequestId | None:
+    """Find a top-level ``"id"`` in (possibly truncated or over-deep) JSON object text.
+
+    ``data`` is the start of the text; ``suffix``, when given, is its end (for lines of
+    which only both ends were kept). Used only to address an error reply for a line that
+    could not be processed whole; ``None`` unless a well-typed id is found.
+    """
+    rid = scan_envelope(data).id
+    if rid is None and suffix:
+        rid = trailing_id(suffix)
+    return rid

@@ -15,27 +15,60 @@ DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 """Largest accepted line (64 MiB); a longer one is discarded and reported as `Oversized`."""
 
 PREFIX_KEEP = 64 * 1024
-"""How much of an over-long line is kept, so that its request id can still be recovered."""
+"""How much of the start of an over-long line is kept, to recover its request id."""
+
+SUFFIX_KEEP = 4 * 1024
+"""How much of the end of an over-long line is kept (peers that write the id last)."""
 
 _WHITESPACE = b" \t\r\n"
 
 
 @dataclass(frozen=True, slots=True)
 class Oversized:
-    """A line longer than the limit: its first bytes and its full length."""
+    """A line longer than the limit: its first and last bytes and its full length."""
 
     prefix: bytes
     size: int
+    suffix: bytes = b""
+
+
+_WS = frozenset(_WHITESPACE)
+
+
+def _is_blank(line: bytes) -> bool:
+    return not line or (line[0] in _WS and not line.strip(_WHITESPACE))
+
+
+def _head(parts: list[bytes], n: int) -> bytes:
+    out = bytearray()
+    for p in parts:
+        out += p[: n - len(out)]
+        if len(out) >= n:
+            break
+    return bytes(out)
+
+
+def _tail(parts: list[bytes], n: int) -> bytes:
+    out: list[bytes] = []
+    size = 0
+    for p in reversed(parts):
+        take = p[-(n - size) :]
+        out.append(take)
+        size += len(take)
+        if size >= n:
+            break
+    return b"".join(reversed(out))
 
 
 class LineBuffer:
     """Splits a byte stream on ``\\n``; tolerates ``\\r\\n``; skips blank lines.
 
     Memory stays bounded by ``max_line_bytes`` whatever the peer sends: once a line grows
-    past the limit its bytes are dropped as they arrive until the next newline.
+    past the limit its bytes are dropped as they arrive until the next newline, keeping
+    only its first `PREFIX_KEEP` and last `SUFFIX_KEEP` bytes (to address an error reply).
     """
 
-    __slots__ = ("max_line_bytes", "_parts", "_size", "_discarding", "_prefix")
+    __slots__ = ("max_line_bytes", "_parts", "_size", "_discarding", "_prefix", "_suffix")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         if max_line_bytes < 1:
@@ -45,10 +78,13 @@ class LineBuffer:
         self._size = 0
         self._discarding = False
         self._prefix = b""
+        self._suffix = b""
 
     @property
     def buffered(self) -> int:
-        """Bytes held for the line in progress."""
+        """Bytes held for the line in progress (at most about ``max_line_bytes``)."""
+        if self._discarding:
+            return len(self._prefix) + len(self._suffix)
         return self._size
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
@@ -56,6 +92,7 @@ class LineBuffer:
         out: list[bytes | Oversized] = []
         start = 0
         n = len(data)
+        limit = self.max_line_bytes
         while start < n:
             nl = data.find(b"\n", start)
             if nl < 0:
@@ -64,57 +101,75 @@ class LineBuffer:
             piece = data[start:nl]
             start = nl + 1
             if self._discarding:
-                out.append(Oversized(self._prefix, self._size + len(piece)))
+                self._keep_suffix(piece)
+                out.append(Oversized(self._prefix, self._size + len(piece), self._suffix))
                 self._reset()
                 continue
             if self._parts:
-                if self._size + len(piece) > self.max_line_bytes:
-                    keep = b"".join(self._parts)[:PREFIX_KEEP]
-                    out.append(Oversized(keep, self._size + len(piece)))
+                if self._size + len(piece) > limit:
+                    parts = self._parts
+                    parts.append(piece)
+                    out.append(
+                        Oversized(
+                            _head(parts, PREFIX_KEEP),
+                            self._size + len(piece),
+                            _tail(parts, SUFFIX_KEEP),
+                        )
+                    )
                     self._reset()
                     continue
                 self._parts.append(piece)
                 line = b"".join(self._parts)
                 self._reset()
             else:
-                if len(piece) > self.max_line_bytes:
-                    out.append(Oversized(piece[:PREFIX_KEEP], len(piece)))
+                if len(piece) > limit:
+                    out.append(Oversized(piece[:PREFIX_KEEP], len(piece), piece[-SUFFIX_KEEP:]))
                     continue
                 line = piece
             if line.endswith(b"\r"):
                 line = line[:-1]
-            if line and not line.isspace():
+            if not _is_blank(line):
                 out.append(line)
         return out
 
     def eof(self) -> list[bytes | Oversized]:
         """The stream ended: a final unterminated line counts as a line."""
+        out: list[bytes | Oversized] = []
         if self._discarding:
-            out: list[bytes | Oversized] = [Oversized(self._prefix, self._size)]
+            out.append(Oversized(self._prefix, self._size, self._suffix))
         elif self._parts:
-            line = b"".join(self._parts).rstrip(b"\r")
-            out = [line] if line.strip(_WHITESPACE) else []
-        else:
-            out = []
+            line = b"".join(self._parts)
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not _is_blank(line):
+                out.append(line)
         self._reset()
         return out
 
     def _append(self, chunk: bytes) -> None:
+        self._size += len(chunk)
         if self._discarding:
-            self._size += len(chunk)
+            self._keep_suffix(chunk)
             return
         self._parts.append(chunk)
-        self._size += len(chunk)
         if self._size > self.max_line_bytes:
-            self._prefix = b"".join(self._parts)[:PREFIX_KEEP]
+            self._prefix = _head(self._parts, PREFIX_KEEP)
+            self._suffix = _tail(self._parts, SUFFIX_KEEP)
             self._parts = []
             self._discarding = True
+
+    def _keep_suffix(self, chunk: bytes) -> None:
+        if len(chunk) >= SUFFIX_KEEP:
+            self._suffix = chunk[-SUFFIX_KEEP:]
+        else:
+            self._suffix = (self._suffix + chunk)[-SUFFIX_KEEP:]
 
     def _reset(self) -> None:
         self._parts = []
         self._size = 0
         self._discarding = False
         self._prefix = b""
+        self._suffix = b""
 
 
 _encoder = msgspec.json.Encoder()
