@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,8 @@ class Connection:
         self._resume = resume_reading
         self._lines = LineBuffer(server.max_line_bytes)
         self.inflight: dict[RequestId, tuple[asyncio.Task[None], Context]] = {}
+        self._pending: deque[Request] = deque()
+        """Requests read while at the in-flight limit; started in order as slots free up."""
         self._read_paused = False
         self._write_paused = False
         self.closing = asyncio.Event()
@@ -77,8 +80,12 @@ class Connection:
 
     def handle_line(self, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
-            why = f"Parse error: message of {line.size} bytes exceeds the {self.server.max_line_bytes}-byte limit"
-            self.send(error_response(jsonrpc.recover_id(line.prefix), PARSE_ERROR, why))
+            why = (
+                f"Parse error: message of {line.size} bytes exceeds the "
+                f"{self.server.max_line_bytes}-byte line limit"
+            )
+            rid = jsonrpc.recover_id(line.prefix, line.suffix)
+            self.send(error_response(rid, PARSE_ERROR, why))
             return
         msg = jsonrpc.parse(line)
         if type(msg) is Request:
@@ -94,20 +101,49 @@ class Connection:
             self.handle_response(msg)  # type: ignore[arg-type]
 
     def handle_request(self, req: Request) -> None:
+        if self._pending or self._held():
+            self._pending.append(req)
+            self._pause_reading()
+            return
+        self._start(req)
+
+    def _start(self, req: Request) -> None:
         if req.id in self.inflight:
-            self.send(error_response(req.id, INVALID_REQUEST, "Invalid Request: id is already in flight"))
+            why = "Invalid Request: a request with this id is already in flight"
+            self.send(error_response(req.id, INVALID_REQUEST, why))
             return
         try:
-            coro = self.server.dispatch(self, req)
+            ctx, awaitable = self.server.dispatch(self, req)
         except JsonRpcError as exc:
             self.send(error_response(req.id, exc.code, exc.message, exc.data))
             return
-        ctx, awaitable = coro
+        except Exception:
+            log.exception("internal error while routing %s", req.method)
+            why = f"Internal error while handling {req.method}"
+            self.send(error_response(req.id, INTERNAL_ERROR, why))
+            return
         task = self.loop.create_task(self._run(ctx, awaitable))
         self.inflight[req.id] = (task, ctx)
-        if len(self.inflight) >= self.server.max_in_flight and not self._read_paused:
+        if self._held():
+            self._pause_reading()
+
+    def _held(self) -> bool:
+        """At the in-flight limit, or the peer is not reading our output."""
+        return self._write_paused or len(self.inflight) >= self.server.max_in_flight
+
+    def _pause_reading(self) -> None:
+        if not self._read_paused:
             self._read_paused = True
             self._pause()
+
+    def _release(self) -> None:
+        """Start queued requests while there is room; resume reading once all have started."""
+        while self._pending and not self._held():
+            self._start(self._pending.popleft())
+        if self._read_paused and not self._pending and not self._held():
+            self._read_paused = False
+            if not self.closing.is_set():
+                self._resume()
 
     def handle_notification(self, note: jsonrpc.Notification) -> None:
         if note.method == "notifications/cancelled":
@@ -118,13 +154,21 @@ class Connection:
             return
         hook = self.server.notification_hooks.get(note.method)
         if hook is not None:
-            hook(self, note.params)
+            try:
+                hook(self, note.params)
+            except Exception:
+                log.exception("notification handler for %s failed", note.method)
         else:
             log.debug("ignored notification %s", note.method)
 
     def handle_response(self, resp: jsonrpc.Response) -> None:
         hook = self.server.response_hook
-        if hook is None or not hook(self, resp):
+        try:
+            handled = hook is not None and hook(self, resp)
+        except Exception:
+            log.exception("response handler failed for id %r", resp.id)
+            return
+        if not handled:
             log.debug("ignored a response with id %r", resp.id)
 
     # --- running requests -----------------------------------------------------------------
@@ -140,24 +184,34 @@ class Connection:
             msg = error_response(ctx.request_id, exc.code, exc.message, exc.data)
         except Exception:
             log.exception("internal error while handling %s", ctx.method)
-            msg = error_response(ctx.request_id, INTERNAL_ERROR, f"Internal error while handling {ctx.method}")
-        self._finish(ctx)
+            why = f"Internal error while handling {ctx.method}"
+            msg = error_response(ctx.request_id, INTERNAL_ERROR, why)
         if msg is not None and not ctx.closed:
             ctx.closed = True
-            self.send(msg)
+            try:
+                data = encode(msg)
+            except Exception:
+                log.exception("the reply to %s could not be encoded as JSON", ctx.method)
+                why = f"Internal error: the result of {ctx.method} is not JSON-encodable"
+                data = encode(error_response(ctx.request_id, INTERNAL_ERROR, why))
+            self.write(data)
+        self._finish(ctx)
 
     def _finish(self, ctx: Context) -> None:
         entry = self.inflight.get(ctx.request_id)
         if entry is not None and entry[1] is ctx:
             del self.inflight[ctx.request_id]
-        if self._read_paused and len(self.inflight) < self.server.max_in_flight and not self._write_paused:
-            self._read_paused = False
-            self._resume()
+        if self._read_paused:
+            self._release()
 
     def cancel(self, request_id: RequestId, reason: Any = None) -> bool:
         """Stop a request; nothing more is written for it. False when it is not in flight."""
         entry = self.inflight.pop(request_id, None)
         if entry is None:
+            for req in self._pending:
+                if req.id == request_id and type(req.id) is type(request_id):
+                    self._pending.remove(req)
+                    return True
             return False
         task, ctx = entry
         ctx.closed = True
@@ -169,10 +223,15 @@ class Connection:
     # --- output ---------------------------------------------------------------------------
 
     def send(self, msg: dict[str, Any]) -> None:
+        """Write one message (raises `TypeError` if it is not JSON-encodable)."""
+        self.write(encode(msg))
+
+    def write(self, data: bytes) -> None:
+        """Write one encoded line; a closed output begins shutdown instead of raising."""
         if self.write_failed:
             return
         try:
-            self._write(encode(msg))
+            self._write(data)
         except (BrokenPipeError, ConnectionError, OSError):
             self.write_failed = True
             self.begin_shutdown("output closed")
@@ -185,15 +244,12 @@ class Connection:
     def pause_writing(self) -> None:
         """The peer is not reading: stop reading more work until it catches up."""
         self._write_paused = True
-        if not self._read_paused:
-            self._read_paused = True
-            self._pause()
+        self._pause_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        if self._read_paused and len(self.inflight) < self.server.max_in_flight:
-            self._read_paused = False
-            self._resume()
+        if self._read_paused:
+            self._release()
 
     def list_changed(self, kind: str) -> None:
         hook = self.server.list_changed_hook
@@ -211,12 +267,23 @@ class Connection:
         """Let in-flight work finish for ``grace`` seconds, cancel the rest, run close hooks."""
         grace = self.server.shutdown_grace if grace is None else grace
         for hook in self.close_hooks:
-            res = hook(self)
-            if res is not None:
-                await res
+            try:
+                res = hook(self)
+                if res is not None:
+                    await res
+            except Exception:
+                log.exception("close hook failed")
+        loop = self.loop
+        deadline = loop.time() + grace
+        while self.inflight and grace > 0:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            await asyncio.wait([t for t, _ in self.inflight.values()], timeout=left)
+        if self._pending:
+            log.debug("dropping %d requests that never started", len(self._pending))
+            self._pending.clear()
         tasks = [t for t, _ in self.inflight.values()]
-        if tasks and grace > 0:
-            await asyncio.wait(tasks, timeout=grace)
         for rid in list(self.inflight):
             self.cancel(rid, "shutting down")
         if tasks:
