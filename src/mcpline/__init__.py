@@ -18,12 +18,15 @@ from .server.content import (
 )
 from .server.context import Context
 from .server.core import Server
+from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
     "Context",
+    "InputRequest",
+    "InputRequired",
     "JsonRpcError",
     "MissingCapabilityError",
     "Server",
@@ -31,9 +34,13 @@ __all__ = [
     "ToolResult",
     "audio",
     "embedded_blob",
+    "elicit",
+    "elicit_url",
     "embedded_text",
     "image",
+    "list_roots",
     "resource_link",
+    "sample",
     "text",
 ]
 

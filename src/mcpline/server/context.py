@@ -6,12 +6,13 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import RequestId, notification
+from ..jsonrpc import MISSING, RequestId, notification
 from ..protocol.capabilities import has_capability, require_capability
 from ..protocol.meta import RequestMeta
 from ..protocol.versions import LOG_LEVEL_RANK
 
 if TYPE_CHECKING:
+    from .mrtr import InputRequest
     from .runtime import Connection
 
 _PY_LEVEL = {
@@ -43,6 +44,10 @@ class Context:
         "closed",
         "logger_name",
         "extra",
+        "input_responses",
+        "state",
+        "asked",
+        "legacy_version",
     )
 
     def __init__(self, conn: Connection, request_id: RequestId, method: str, meta: RequestMeta | None) -> None:
@@ -57,6 +62,14 @@ class Context:
         """True once the response was written or the request was cancelled."""
         self.logger_name = conn.server.name
         self.extra: dict[str, Any] = {}
+        self.input_responses: dict[str, dict[str, Any]] = {}
+        """MRTR: the client's answers on a retry (``inputResponses``), checked to be objects."""
+        self.state: Any = None
+        """MRTR: the state you passed to `InputRequired` in the previous round (verified)."""
+        self.asked: dict[str, str] = {}
+        """MRTR: input key → method of the requests recorded in the sealed state."""
+        self.legacy_version: str | None = None
+        """The negotiated revision when this request belongs to a legacy (initialize) session."""
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -82,6 +95,29 @@ class Context:
     def require_capability(self, path: str) -> None:
         """Raise -32021 unless this request declared ``path`` (e.g. ``"elicitation.url"``)."""
         require_capability(self.client_capabilities, path)
+
+    def can_ask(self, request: InputRequest) -> bool:
+        """Whether this request's client declared what ``request`` needs (MRTR)."""
+        from .mrtr import can_ask
+
+        return can_ask(self.client_capabilities, request, self.legacy_version)
+
+    def ask(self, key: str, request: InputRequest, state: Any = MISSING) -> dict[str, Any]:
+        """The client's answer to ``request`` (under ``key``), or raise `InputRequired` for it.
+
+        ``state`` (default: the current `state`) comes back as ``ctx.state`` on the retry.
+        """
+        from .mrtr import ask
+
+        return ask(self, key, request, state)
+
+    def ask_all(
+        self, requests: dict[str, InputRequest], state: Any = MISSING
+    ) -> dict[str, dict[str, Any]]:
+        """Answers to every request, or raise `InputRequired` for all of them."""
+        from .mrtr import ask_all
+
+        return ask_all(self, requests, state)
 
     def _call(self, fn: Any, *args: Any) -> None:
         if threading.get_ident() == self._loop_thread:

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING, JsonRpcError, Request, Response
 from ..protocol.meta import RequestMeta, validate_request_meta
+from ..protocol.state import StateSealer
 from ..protocol.versions import MODERN_VERSIONS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .context import Context
+from .mrtr import MRTR_METHODS, InputRequired, refuse, run_modern
 from .tools import Tool, invoke, make_tool
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ class Server:
     ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
     ``lifespan`` is an async context manager factory whose value handlers see as
     ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
+    ``state_key``/``state_ttl`` seal MRTR ``requestState`` (see `mcpline.protocol.state`);
+    ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
     """
 
     def __init__(
@@ -91,6 +95,9 @@ class Server:
         sync_workers: int = 32,
         lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
         server_info_in_results: bool = True,
+        state_key: bytes | str | None = None,
+        state_ttl: float = 900.0,
+        legacy: bool = True,
     ) -> None:
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
@@ -135,6 +142,15 @@ class Server:
         self.list_changed_hook: Callable[[Connection, str], None] | None = None
         self.era_router: Callable[[Connection, Request], Routed | None] | None = None
         """Lets another era (the legacy handshake) claim a request before modern routing."""
+        self.state_sealer = StateSealer(state_key, scope=name, ttl=state_ttl)
+        """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
+        else random per process (states then die with the process)."""
+        self.legacy: Any = None
+        """The legacy (``initialize``) era, unless ``legacy=False``."""
+        if legacy:
+            from .legacy import LegacyEra
+
+            self.legacy = LegacyEra(self)
 
     # --- registration ------------------------------------------------------------------
 
@@ -267,7 +283,14 @@ class Server:
     async def _call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         if method.waits_for_lifespan:
             await self.wait_ready()
-        return self.finish_result(await method.handler(ctx, params))
+        if ctx.method in MRTR_METHODS:
+            result = await run_modern(method.handler, ctx, params, self.state_sealer)
+        else:
+            try:
+                result = await method.handler(ctx, params)
+            except InputRequired:
+                raise refuse(ctx.method) from None
+        return self.finish_result(result)
 
     # --- lifespan and threads -------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from ..jsonrpc import JsonRpcError
 from . import schema as _schema
 from .content import ToolError, ToolResult, is_content_block, text
 from .context import Context
+from .mrtr import InputRequired
 
 log = logging.getLogger("mcpline.server")
 
@@ -204,11 +205,13 @@ async def invoke(
             value = await run_sync(lambda: tool.fn(**kwargs))
         if inspect.isawaitable(value):
             value = await value
+        if isinstance(value, InputRequired):
+            raise value
         return shape_result(tool, value)
     except ToolError as exc:
         return error_result(str(exc) or type(exc).__name__)
     except Exception as exc:
-        if isinstance(exc, JsonRpcError):
+        if isinstance(exc, (JsonRpcError, InputRequired)):
             raise
         log.exception("tool %r raised", tool.name)
         detail = str(exc) or "no details"

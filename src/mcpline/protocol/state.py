@@ -1,0 +1,195 @@
+"""Sealing of MRTR ``requestState``, sans-I/O.
+
+A sealed state is ``base64url(payload) + "." + hex(HMAC-SHA256(key, context + base64url(payload)))``
+where the payload is compact JSON::
+
+    {"v": 1, "m": method, "d": digest of the salient params, "x": expiry (unix s),
+     "n": nonce, "s": the handler's state, "k": {input key: input method}}
+
+The MAC is checked over the exact bytes received, with `hmac.compare_digest`, before
+anything is decoded; decoding is then strict (no padding, no stray characters, exact keys).
+A state is accepted only by the same deployment (key + server name), for the same method
+and the same salient params (e.g. tool name and arguments), before its expiry.
+
+Key: ``Server(state_key=...)``, else the ``MCPLINE_STATE_KEY`` environment variable, else a
+random per-process key — then states die with the process (a retry after a restart gets
+-32602 and the client starts over). Give replicas the same key to let them share states.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+
+STATE_KEY_ENV = "MCPLINE_STATE_KEY"
+MIN_KEY_BYTES = 16
+MAX_STATE_CHARS = 64 * 1024
+"""A sealed state longer than this is refused (both when sealing and when opening)."""
+
+_FORMAT = re.compile(r"[A-Za-z0-9_-]+\.[0-9a-f]{64}")
+_PAYLOAD_KEYS = frozenset({"v", "m", "d", "x", "n", "s", "k"})
+_encoder = msgspec.json.Encoder(order="sorted")
+_decoder = msgspec.json.Decoder()
+EXCLUDED_PARAMS = frozenset({"_meta", "inputResponses", "requestState"})
+"""Params that are not part of the request's identity (the digest covers all the others)."""
+
+
+class StateError(JsonRpcError):
+    """-32602: a ``requestState`` that failed verification; the handler never sees it."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(INVALID_PARAMS, f"Invalid params: requestState {why}")
+
+
+def params_digest(params: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of ``params`` minus `EXCLUDED_PARAMS`."""
+    salient = {k: v for k, v in params.items() if k not in EXCLUDED_PARAMS}
+    try:
+        data = _encoder.encode(salient)
+    except (
+        TypeError,
+        ValueError,
+        OverflowError,
+    ) as exc:  # not JSON data (cannot come off the wire)
+        raise ValueError(f"params are not JSON data: {exc}") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def _b64encode(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _b64decode(text: str) -> bytes:
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64encode(raw) != text:  # non-canonical trailing bits
+        raise ValueError("non-canonical base64")
+    return raw
+
+
+def resolve_key(key: bytes | str | None) -> tuple[bytes, bool]:
+    """The key bytes and whether they are stable (configured) rather than per-process random."""
+    if key is None:
+        env = os.environ.get(STATE_KEY_ENV)
+        if env:
+            key = env
+    if key is None:
+        return secrets.token_bytes(32), False
+    raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    if len(raw) < MIN_KEY_BYTES:
+        raise ValueError(
+            f"the requestState key must be at least {MIN_KEY_BYTES} bytes "
+            f"(Server(state_key=...) or ${STATE_KEY_ENV})"
+        )
+    return raw, True
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` strings for one deployment.
+
+    ``key``: bytes or text of at least 16 bytes; ``None`` reads ``$MCPLINE_STATE_KEY`` and
+    falls back to a random per-process key. ``scope`` (e.g. the server name) separates
+    deployments that share a key. ``ttl`` is the lifetime of a state in seconds.
+    """
+
+    def __init__(
+        self,
+        key: bytes | str | None = None,
+        *,
+        scope: str = "",
+        ttl: float = 900.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if ttl <= 0:
+            raise ValueError("state ttl must be positive")
+        raw, self.stable = resolve_key(key)
+        # Derive a dedicated MAC key so the configured secret is used for nothing else.
+        self._key = hmac.new(
+            raw, b"mcpline requestState v1\x00" + scope.encode(), hashlib.sha256
+        ).digest()
+        self.ttl = ttl
+        self._clock = clock
+
+    def _mac(self, body: bytes) -> str:
+        return hmac.new(self._key, body, hashlib.sha256).hexdigest()
+
+    def seal(
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        state: Any,
+        input_methods: Mapping[str, str] | None = None,
+        *,
+        ttl: float | None = None,
+    ) -> str:
+        """A sealed token binding ``state`` to ``method`` and the salient ``params``.
+
+        ``input_methods`` (input key → method) lets the retry's ``inputResponses`` be checked
+        against what was asked. Raises `ValueError` if ``state`` is not JSON-encodable or the
+        token would exceed `MAX_STATE_CHARS`.
+        """
+        payload = {
+            "v": 1,
+            "m": method,
+            "d": params_digest(params),
+            "x": int(self._clock() + (self.ttl if ttl is None else ttl)),
+            "n": secrets.token_hex(8),
+            "s": state,
+            "k": dict(input_methods or {}),
+        }
+        try:
+            body = _b64encode(_encoder.encode(payload))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"requestState must be JSON data: {exc}") from None
+        token = f"{body}.{self._mac(body.encode('ascii'))}"
+        if len(token) > MAX_STATE_CHARS:
+            raise ValueError(
+                f"sealed requestState is {len(token)} characters (limit {MAX_STATE_CHARS})"
+            )
+        return token
+
+    def open(
+        self, token: Any, method: str, params: Mapping[str, Any]
+    ) -> tuple[Any, dict[str, str]]:
+        """Verify ``token`` for this request; return (state, input methods).
+
+        Raises `StateError` (-32602) for anything but an intact, unexpired token issued by this
+        deployment for the same method and salient params.
+        """
+        if type(token) is not str:
+            raise StateError("must be a string")
+        if len(token) > MAX_STATE_CHARS or not _FORMAT.fullmatch(token):
+            raise StateError("is malformed or was not issued by this server")
+        body, _, mac = token.rpartition(".")
+        if not hmac.compare_digest(self._mac(body.encode("ascii")), mac):
+            raise StateError("failed its integrity check (tampered, or sealed with another key)")
+        try:
+            payload = _decoder.decode(_b64decode(body))
+        except (ValueError, msgspec.DecodeError):
+            raise StateError("is malformed") from None
+        if type(payload) is not dict or payload.keys() != _PAYLOAD_KEYS or payload["v"] != 1:
+            raise StateError("has an unknown format")
+        expiry, inputs = payload["x"], payload["k"]
+        if (
+            type(expiry) is not int
+            or type(inputs) is not dict
+            or not all(type(v) is str for v in inputs.values())
+        ):
+            raise StateError("has an unknown format")
+        if payload["m"] != method:
+            raise StateError(f"was issued for {payload['m']!r}, not {method!r}")
+        if not hmac.compare_digest(str(payload["d"]), params_digest(params)):
+            raise StateError("was issued for a request with other parameters")
+        if self._clock() >= expiry:
+            raise StateError("has expired; start the request again without it")
+        return payload["s"], inputs

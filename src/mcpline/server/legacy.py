@@ -1,0 +1,507 @@
+"""The legacy era: clients that open with ``initialize`` (2025-11-25, 2025-06-18, 2025-03-26).
+
+Installed by `Server` (``legacy=True``, the default) through its seams: ``era_router``
+claims ``initialize`` and, on a connection that sent one, every request without modern
+``_meta``; ``response_hook`` routes the client's answers to our server-to-client requests;
+``notification_hooks`` sees ``notifications/initialized``; ``list_changed_hook`` sends
+list-changed notifications to legacy sessions.
+
+The session (negotiated version, client capabilities, log level, subscriptions) lives in
+``Connection.state`` of the connection that sent ``initialize``. Requests carrying modern
+``_meta`` on the same connection are still served statelessly under the modern rules, so
+both eras work at once on one process.
+
+Legacy results follow the legacy schema: no ``resultType``, no serverInfo ``_meta``, no
+``ttlMs``/``cacheScope``, and a missing resource is -32002. An MRTR handler works unchanged:
+its input requests become real ``elicitation/create``, ``sampling/createMessage`` and
+``roots/list`` requests to the client, and the handler is re-run with the answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .. import jsonrpc
+from ..jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING,
+    JsonRpcError,
+    Request,
+    Response,
+    notification,
+)
+from ..protocol.meta import RequestMeta, has_modern_meta
+from ..protocol.versions import LEGACY_VERSIONS, LOG_LEVEL_RANK, LOG_LEVELS, SERVER_INFO_KEY
+from .context import Context
+from .mrtr import (
+    ELICIT,
+    MRTR_METHODS,
+    InputRequest,
+    InputRequired,
+    refuse,
+    response_problem,
+    select_requests,
+)
+from .tools import error_result
+
+if TYPE_CHECKING:
+    from .core import Method, Server
+    from .runtime import Connection
+
+log = logging.getLogger("mcpline.server")
+
+STATE_KEY = "mcpline.legacy"
+"""Where a connection keeps its `LegacySession` in ``Connection.state``."""
+RESOURCE_NOT_FOUND = -32002
+MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+_STRIPPED = frozenset({"resultType", "ttlMs", "cacheScope"})
+_LEGACY_CAPABILITY_KEYS = (
+    "experimental",
+    "logging",
+    "completions",
+    "prompts",
+    "resources",
+    "tools",
+)
+
+
+class ClientInputError(JsonRpcError):
+    """The client could not give the input a handler asked for (error, bad answer, timeout)."""
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(INTERNAL_ERROR, message, data)
+
+
+class LegacySession:
+    """What ``initialize`` established for one connection."""
+
+    def __init__(
+        self, version: str, capabilities: dict[str, Any], client_info: dict[str, Any] | None
+    ) -> None:
+        self.version = version
+        self.capabilities = capabilities
+        self.client_info = client_info
+        self.log_level: str | None = None
+        self.answered = False
+        """True once the InitializeResult was written (notifications may flow)."""
+        self.initialized = asyncio.Event()
+        """Set by ``notifications/initialized`` (server-to-client requests wait for it)."""
+        self.subscriptions: set[str] = set()
+        self.pending: dict[int, asyncio.Future[Response]] = {}
+        self._ids = itertools.count(1)
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+
+def negotiate(requested: str) -> str:
+    """Echo a legacy version we speak, else answer our latest."""
+    return requested if requested in LEGACY_VERSIONS else LEGACY_VERSIONS[0]
+
+
+def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A modern result reshaped for a legacy session (modern-only fields removed)."""
+    out = {k: v for k, v in result.items() if k not in _STRIPPED}
+    meta = out.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO_KEY in meta:
+        rest = {k: v for k, v in meta.items() if k != SERVER_INFO_KEY}
+        if rest:
+            out["_meta"] = rest
+        else:
+            del out["_meta"]
+    return out
+
+
+def _json_copy(value: Any) -> Any:
+    """``value`` as it would come back from JSON (what a modern retry would see)."""
+    return msgspec.json.decode(msgspec.json.encode(value))
+
+
+class LegacyEra:
+    """Serves ``initialize`` sessions beside the modern, stateless protocol.
+
+    ``server_info`` replaces the server's identity in the InitializeResult;
+    ``request_timeout`` bounds each server-to-client request (seconds); ``max_rounds``
+    bounds how often one request may ask for input. ``on_set_level(ctx, level)`` and
+    ``on_subscribe(ctx, uri, subscribed)`` are optional callbacks for the application.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        server_info: dict[str, Any] | None = None,
+        request_timeout: float = 300.0,
+        max_rounds: int = 16,
+    ) -> None:
+        self.server = server
+        self.server_info = server_info
+        self.request_timeout = request_timeout
+        self.max_rounds = max_rounds
+        self.on_set_level: Callable[[Context, str], Any] | None = None
+        self.on_subscribe: Callable[[Context, str, bool], Any] | None = None
+        self.methods: dict[
+            str, Callable[[Context, LegacySession, dict[str, Any]], Awaitable[dict[str, Any]]]
+        ] = {
+            "ping": self._ping,
+            "logging/setLevel": self._set_level,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+        }
+        self._next_router = server.era_router
+        self._next_response_hook = server.response_hook
+        self._next_list_changed = server.list_changed_hook
+        self._next_initialized = server.notification_hooks.get("notifications/initialized")
+        server.era_router = self.route
+        server.response_hook = self._on_response
+        server.list_changed_hook = self._on_list_changed
+        server.notification_hooks["notifications/initialized"] = self._on_initialized
+
+    # --- routing -------------------------------------------------------------------------------
+
+    @staticmethod
+    def session(conn: Connection) -> LegacySession | None:
+        return conn.state.get(STATE_KEY)
+
+    def route(
+        self, conn: Connection, req: Request
+    ) -> tuple[Context, Awaitable[dict[str, Any]]] | None:
+        """Claim ``initialize`` and, once initialized, requests without modern ``_meta``."""
+        if has_modern_meta(req.params):
+            return self._next_router(conn, req) if self._next_router else None
+        if req.method == "initialize":
+            return self._initialize(conn, req)
+        session = self.session(conn)
+        if session is None:
+            return self._next_router(conn, req) if self._next_router else None
+        params = {} if req.params is MISSING or req.params is None else req.params
+        if type(params) is not dict:
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: params must be an object")
+        ctx = Context(conn, req.id, req.method, self._meta(session, params))
+        ctx.legacy_version = session.version
+        own = self.methods.get(req.method)
+        if own is not None:
+            return ctx, own(ctx, session, params)
+        method = self.server.methods.get(req.method)
+        if method is None or req.method in MODERN_ONLY_METHODS:
+            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
+        if method.capability is not None and method.capability not in self.server.capabilities():
+            raise JsonRpcError(
+                METHOD_NOT_FOUND,
+                f"Method not found: {req.method} (this server does not offer {method.capability})",
+            )
+        return ctx, self._run(method, ctx, session, params)
+
+    @staticmethod
+    def _meta(session: LegacySession, params: dict[str, Any]) -> RequestMeta:
+        meta = params.get("_meta")
+        raw = meta if type(meta) is dict else {}
+        token = raw.get("progressToken")
+        return RequestMeta(
+            protocol_version=session.version,
+            client_capabilities=session.capabilities,
+            client_info=session.client_info,
+            log_level=session.log_level,
+            progress_token=token if type(token) in (str, int) else None,
+            raw=raw,
+        )
+
+    # --- the handshake -------------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """Our capabilities as a legacy ServerCapabilities: list changes are pushed to the
+        session and resources can be subscribed to."""
+        modern = self.server.capabilities()
+        caps: dict[str, Any] = {}
+        for key in _LEGACY_CAPABILITY_KEYS:
+            if key in modern:
+                caps[key] = dict(modern[key])
+        for key in ("tools", "prompts", "resources"):
+            if key in caps:
+                caps[key]["listChanged"] = True
+        if "resources" in caps:
+            caps["resources"]["subscribe"] = True
+        caps["logging"] = {}
+        return caps
+
+    def _initialize(
+        self, conn: Connection, req: Request
+    ) -> tuple[Context, Awaitable[dict[str, Any]]]:
+        if self.session(conn) is not None:
+            raise JsonRpcError(
+                INVALID_REQUEST, "Invalid Request: this connection is already initialized"
+            )
+        params = req.params
+        if type(params) is not dict:
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: initialize needs params")
+        requested = params.get("protocolVersion")
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        if type(requested) is not str:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                "Invalid params: initialize needs a string protocolVersion",
+                {"supported": list(LEGACY_VERSIONS)},
+            )
+        if type(caps) is not dict:
+            raise JsonRpcError(
+                INVALID_PARAMS, "Invalid params: initialize needs a capabilities object"
+            )
+        session = LegacySession(negotiate(requested), caps, info if type(info) is dict else None)
+        conn.state[STATE_KEY] = session
+        conn.close_hooks.append(self._on_close)
+        ctx = Context(conn, req.id, req.method, None)
+        ctx.legacy_version = session.version
+        return ctx, self._initialize_result(session)
+
+    async def _initialize_result(self, session: LegacySession) -> dict[str, Any]:
+        await self.server.wait_ready()
+        result: dict[str, Any] = {
+            "protocolVersion": session.version,
+            "capabilities": self.capabilities(),
+            "serverInfo": dict(self.server_info or self.server.info),
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        session.answered = True
+        return result
+
+    def _on_initialized(self, conn: Connection, params: Any) -> None:
+        session = self.session(conn)
+        if session is not None:
+            session.initialized.set()
+        if self._next_initialized is not None:
+            self._next_initialized(conn, params)
+
+    # --- legacy-only methods -------------------------------------------------------------------
+
+    async def _ping(
+        self, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {}
+
+    async def _set_level(
+        self, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        level = params.get("level")
+        if level not in LOG_LEVEL_RANK:
+            raise JsonRpcError(
+                INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}"
+            )
+        session.log_level = level
+        ctx.meta = self._meta(session, params)
+        if self.on_set_level is not None:
+            await self._callback(self.on_set_level, ctx, level)
+        return {}
+
+    async def _subscribe(
+        self, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        uri = self._uri(params)
+        session.subscriptions.add(uri)
+        if self.on_subscribe is not None:
+            await self._callback(self.on_subscribe, ctx, uri, True)
+        return {}
+
+    async def _unsubscribe(
+        self, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        uri = self._uri(params)
+        session.subscriptions.discard(uri)
+        if self.on_subscribe is not None:
+            await self._callback(self.on_subscribe, ctx, uri, False)
+        return {}
+
+    def _uri(self, params: dict[str, Any]) -> str:
+        if "resources" not in self.server.capabilities():
+            raise JsonRpcError(
+                METHOD_NOT_FOUND, "Method not found: this server offers no resources"
+            )
+        uri = params.get("uri")
+        if type(uri) is not str or not uri:
+            raise JsonRpcError(INVALID_PARAMS, "Invalid params: uri must be a non-empty string")
+        return uri
+
+    @staticmethod
+    async def _callback(fn: Callable[..., Any], *args: Any) -> None:
+        res = fn(*args)
+        if asyncio.iscoroutine(res):
+            await res
+
+    # --- shared methods, legacy-shaped -------------------------------------------------------
+
+    async def _run(
+        self, method: Method, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        if method.waits_for_lifespan:
+            await self.server.wait_ready()
+        params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+        try:
+            if ctx.method in MRTR_METHODS:
+                result = await self._run_mrtr(method, ctx, session, params)
+            else:
+                try:
+                    result = await method.handler(ctx, params)
+                except InputRequired:
+                    raise refuse(ctx.method) from None
+        except ClientInputError as exc:
+            if ctx.method != "tools/call":
+                raise
+            result = error_result(exc.message)
+        except JsonRpcError as exc:
+            raise self._legacy_error(ctx.method, params, exc) from None
+        return legacy_result(result)
+
+    @staticmethod
+    def _legacy_error(method: str, params: dict[str, Any], exc: JsonRpcError) -> JsonRpcError:
+        """-32002 for a missing resource, as the legacy revisions specify."""
+        data = exc.data
+        if (
+            method == "resources/read"
+            and exc.code == INVALID_PARAMS
+            and isinstance(data, dict)
+            and "uri" in data
+            and data["uri"] == params.get("uri")
+        ):
+            return JsonRpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": data["uri"]})
+        return exc
+
+    async def _run_mrtr(
+        self, method: Method, ctx: Context, session: LegacySession, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run the handler; each time it asks for input, ask the client for real and re-run."""
+        for _ in range(self.max_rounds):
+            try:
+                return await method.handler(ctx, params)
+            except InputRequired as ir:
+                requests = select_requests(ir, session.capabilities, session.version)
+                answers = await self._ask_client(ctx, session, requests)
+                ctx.input_responses = answers
+                ctx.state = None if ir.state is None else _json_copy(ir.state)
+                ctx.asked = {k: r.method for k, r in requests.items()}
+        raise JsonRpcError(
+            INTERNAL_ERROR,
+            f"Internal error: {ctx.method} kept asking for input after {self.max_rounds} rounds",
+        )
+
+    async def _ask_client(
+        self, ctx: Context, session: LegacySession, requests: dict[str, InputRequest]
+    ) -> dict[str, dict[str, Any]]:
+        if not requests:
+            return {}
+        if not session.initialized.is_set():
+            try:
+                await asyncio.wait_for(session.initialized.wait(), self.request_timeout)
+            except asyncio.TimeoutError:
+                raise ClientInputError(
+                    "the client never sent notifications/initialized; it cannot be asked for input"
+                ) from None
+        tasks = [
+            asyncio.ensure_future(self._ask_one(ctx, session, key, req))
+            for key, req in requests.items()
+        ]
+        try:
+            pairs = await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        return dict(pairs)
+
+    async def _ask_one(
+        self, ctx: Context, session: LegacySession, key: str, req: InputRequest
+    ) -> tuple[str, dict[str, Any]]:
+        params = dict(req.params)
+        if req.method == ELICIT and session.version < "2025-11-25":
+            params.pop("mode", None)  # no modes before 2025-11-25 (form only)
+        resp = await self.client_request(ctx, session, req.method, params)
+        if resp.is_error:
+            err = resp.error if isinstance(resp.error, dict) else {}
+            raise ClientInputError(
+                f"the client answered {req.method} with an error: {err.get('message', resp.error)}",
+                {"inputKey": key, "clientError": resp.error},
+            )
+        problem = response_problem(req.method, resp.result)
+        if problem is not None:
+            raise ClientInputError(
+                f"the client's answer to {req.method} is malformed: it {problem}"
+            )
+        return key, resp.result
+
+    async def client_request(
+        self, ctx: Context, session: LegacySession, method: str, params: dict[str, Any]
+    ) -> Response:
+        """Send one request to the client and await its response (at most ``request_timeout`` s).
+
+        If the request that needed it is cancelled, the client is told with
+        ``notifications/cancelled``; a timeout does the same and raises `ClientInputError`.
+        """
+        conn = ctx._conn
+        rid = session.next_id()
+        fut: asyncio.Future[Response] = conn.loop.create_future()
+        session.pending[rid] = fut
+        conn.send(jsonrpc.request(rid, method, params))
+        try:
+            return await asyncio.wait_for(fut, self.request_timeout)
+        except asyncio.TimeoutError:
+            self._cancel_client_request(conn, rid, "timed out")
+            raise ClientInputError(
+                f"the client did not answer {method} within {self.request_timeout:g} s"
+            ) from None
+        except asyncio.CancelledError:
+            self._cancel_client_request(
+                conn, rid, "the request that needed this input was cancelled"
+            )
+            raise
+        finally:
+            session.pending.pop(rid, None)
+
+    @staticmethod
+    def _cancel_client_request(conn: Connection, rid: int, reason: str) -> None:
+        if not conn.closing.is_set():
+            conn.send(notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
+
+    def _on_response(self, conn: Connection, resp: Response) -> bool:
+        session = self.session(conn)
+        if session is not None and type(resp.id) is int:
+            fut = session.pending.get(resp.id)
+            if fut is not None and not fut.done():
+                fut.set_result(resp)
+                return True
+        return self._next_response_hook(conn, resp) if self._next_response_hook else False
+
+    def _on_close(self, conn: Connection) -> None:
+        session = self.session(conn)
+        if session is None:
+            return
+        for fut in session.pending.values():
+            if not fut.done():
+                fut.set_exception(
+                    ClientInputError("the client closed the connection before answering")
+                )
+
+    # --- notifications to legacy sessions -----------------------------------------------------
+
+    def _on_list_changed(self, conn: Connection, kind: str) -> None:
+        session = self.session(conn)
+        if session is not None and session.answered:
+            conn.send(notification(f"notifications/{kind}/list_changed"))
+        if self._next_list_changed is not None:
+            self._next_list_changed(conn, kind)
+
+    def resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to the legacy sessions subscribed to ``uri``."""
+        for conn in list(self.server.connections):
+            session = self.session(conn)
+            if session is not None and session.answered and uri in session.subscriptions:
+                conn.send(notification("notifications/resources/updated", {"uri": uri}))
