@@ -1,0 +1,142 @@
+"""Host input handlers (elicitation, sampling, roots) and the multi round-trip loop.
+
+The same handlers answer a modern server's ``input_required`` results and a legacy
+server's ``elicitation/create``, ``sampling/createMessage`` and ``roots/list`` requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..jsonrpc import METHOD_NOT_FOUND, JsonRpcError
+from .errors import InputDeclined, ProtocolError
+from .session import maybe_await
+
+InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
+
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""The only methods that may answer ``input_required``."""
+
+RESULT_TYPES = ("complete", "input_required")
+
+
+def result_type(result: Any, method: str) -> str:
+    """``"complete"`` or ``"input_required"``; absent means complete; anything else is an error."""
+    if not isinstance(result, dict):
+        raise ProtocolError(f"{method}: the result is not a JSON object: {result!r:.200}")
+    kind = result.get("resultType", "complete")
+    if kind not in RESULT_TYPES:
+        raise ProtocolError(f"{method}: unrecognised resultType {kind!r}; the result was not used")
+    if kind == "input_required" and method not in MRTR_METHODS:
+        raise ProtocolError(
+            f"{method}: the server answered input_required, which {method} may not do"
+        )
+    return kind  # type: ignore[no-any-return]
+
+
+@dataclass
+class InputHandlers:
+    """Host callbacks; each takes the request's params and returns its result object.
+
+    ``elicitation_modes`` says which elicitation modes the elicit handler supports.
+    """
+
+    elicit: InputHandler | None = None
+    sample: InputHandler | None = None
+    roots: InputHandler | None = None
+    elicitation_modes: Sequence[str] = ("form",)
+
+    def capabilities(self) -> dict[str, Any]:
+        """ClientCapabilities derived from what the host registered."""
+        caps: dict[str, Any] = {}
+        if self.elicit is not None:
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.sample is not None:
+            caps["sampling"] = {}
+        if self.roots is not None:
+            caps["roots"] = {}
+        return caps
+
+    def _handler(self, method: str) -> InputHandler | None:
+        return {
+            "elicitation/create": self.elicit,
+            "sampling/createMessage": self.sample,
+            "roots/list": self.roots,
+        }.get(method)
+
+    async def answer(self, method: str, params: Any) -> dict[str, Any]:
+        """Serve one server-initiated request (legacy era); JSON-RPC errors for what we lack."""
+        if method == "ping":
+            return {}
+        handler = self._handler(method)
+        if handler is None:
+            raise JsonRpcError(
+                METHOD_NOT_FOUND, f"Method not found: this client does not handle {method}"
+            )
+        try:
+            return _strip(await maybe_await(handler(params if isinstance(params, dict) else {})))
+        except InputDeclined as exc:
+            raise JsonRpcError(-1, f"the user declined: {exc}") from None
+
+    async def fulfil(self, requests: Any) -> dict[str, Any]:
+        """Answers for every entry of ``inputRequests`` (all of them, or an error)."""
+        if not isinstance(requests, dict):
+            raise ProtocolError(f"inputRequests must be an object, got {requests!r:.200}")
+        keys = list(requests)
+        jobs = []
+        for key in keys:
+            req = requests[key]
+            if not isinstance(req, dict) or not isinstance(req.get("method"), str):
+                raise ProtocolError(f"inputRequests[{key!r}] is not an input request: {req!r:.200}")
+            handler = self._handler(req["method"])
+            if handler is None:
+                raise InputDeclined(
+                    f"the server asked for {req['method']} (input {key!r}), "
+                    "which this client does not provide"
+                )
+            params = req.get("params")
+            jobs.append(maybe_await(handler(params if isinstance(params, dict) else {})))
+        results = await asyncio.gather(*jobs)
+        return {key: _strip(res) for key, res in zip(keys, results, strict=False)}
+
+
+def _strip(result: Any) -> dict[str, Any]:
+    if not isinstance(result, dict):
+        raise TypeError(f"an input handler must return a dict, got {type(result).__name__}")
+    # Input responses are not Results: no resultType (digest §28.17).
+    return {k: v for k, v in result.items() if k != "resultType"}
+
+
+async def run_rounds(
+    send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    method: str,
+    params: dict[str, Any],
+    handlers: InputHandlers,
+    max_rounds: int,
+) -> dict[str, Any]:
+    """Send, and while the server answers ``input_required`` obtain the inputs and retry.
+
+    Each retry is a new request (``send`` gives it a new id) carrying the original params,
+    the ``inputResponses`` and the ``requestState`` value exactly as received.
+    """
+    current = params
+    rounds = 0
+    while True:
+        result = await send(current)
+        if result_type(result, method) == "complete":
+            return result
+        if rounds >= max_rounds:
+            raise ProtocolError(
+                f"{method}: the server still wanted input after {max_rounds} rounds; gave up"
+            )
+        rounds += 1
+        if "inputRequests" not in result and "requestState" not in result:
+            raise ProtocolError(f"{method}: input_required without inputRequests or requestState")
+        current = dict(params)
+        if "inputRequests" in result:
+            current["inputResponses"] = await handlers.fulfil(result["inputRequests"])
+        if "requestState" in result:
+            current["requestState"] = result["requestState"]

@@ -1,0 +1,357 @@
+"""Launching a stdio server: its own process group, continuous stderr draining, the
+binding's shutdown sequence, and a watchdog so servers die with their host."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from ..wire import LineBuffer, Oversized
+from .errors import ConnectionLost
+from .session import Session
+
+log = logging.getLogger("mcpline.client")
+stderr_log = logging.getLogger("mcpline.client.server_stderr")
+
+STDERR_LINE_LIMIT = 64 * 1024
+STDERR_TAIL = 40
+EXIT_SETTLE = 1.0
+"""After the process exits, how long to wait for its stdout to close before declaring it gone."""
+
+StderrCallback = Callable[[str], None]
+
+
+class _Watchdog:
+    """One helper process per host that kills registered process groups when the host dies."""
+
+    _lock = threading.Lock()
+    _proc: subprocess.Popen[bytes] | None = None
+    _pid = 0
+
+    @classmethod
+    def _ensure(cls) -> subprocess.Popen[bytes] | None:
+        if cls._proc is not None and cls._pid == os.getpid() and cls._proc.poll() is None:
+            return cls._proc
+        try:
+            cls._proc = subprocess.Popen(
+                [sys.executable, "-m", "mcpline.client._watchdog"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+            cls._pid = os.getpid()
+        except OSError as exc:
+            log.warning("could not start the host-death watchdog: %s", exc)
+            cls._proc = None
+        return cls._proc
+
+    @classmethod
+    def _send(cls, line: bytes) -> None:
+        with cls._lock:
+            proc = cls._ensure()
+            if proc is None or proc.stdin is None:
+                return
+            try:
+                proc.stdin.write(line)
+                proc.stdin.flush()
+            except OSError:
+                cls._proc = None
+
+    @classmethod
+    def register(cls, pgid: int) -> None:
+        cls._send(b"+%d\n" % pgid)
+
+    @classmethod
+    def unregister(cls, pgid: int) -> None:
+        if cls._proc is not None:
+            cls._send(b"-%d\n" % pgid)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _StderrDrain:
+    """Splits stderr into bounded lines for a callback (or `logging`) and keeps a short tail."""
+
+    def __init__(self, label: str, callback: StderrCallback | None) -> None:
+        self.label = label
+        self.callback = callback
+        self.lines = LineBuffer(STDERR_LINE_LIMIT)
+        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self.bytes = 0
+
+    def feed(self, data: bytes) -> None:
+        self.bytes += len(data)
+        for item in self.lines.feed(data):
+            self._emit(item)
+
+    def eof(self) -> None:
+        for item in self.lines.eof():
+            self._emit(item)
+
+    def _emit(self, item: bytes | Oversized) -> None:
+        if isinstance(item, Oversized):
+            text = item.prefix[:2000].decode("utf-8", "replace") + f" …[{item.size} bytes]"
+        else:
+            text = item.decode("utf-8", "replace")
+        self.tail.append(text)
+        if self.callback is not None:
+            try:
+                self.callback(text)
+            except Exception:
+                log.exception("stderr callback failed")
+        else:
+            stderr_log.info("[%s] %s", self.label, text)
+
+    def summary(self, lines: int = 5) -> str:
+        tail = list(self.tail)[-lines:]
+        return " | ".join(t.strip()[:300] for t in tail if t.strip())
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    def __init__(self, channel: ProcessChannel) -> None:
+        self.channel = channel
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.can_write = asyncio.Event()
+        self.can_write.set()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.channel.session.feed(data)
+        else:
+            self.channel.stderr.feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.channel._stdout_closed()
+        elif fd == 2:
+            self.channel.stderr.eof()
+        elif fd == 0:
+            self.can_write.set()
+
+    def pause_writing(self) -> None:
+        self.can_write.clear()
+
+    def resume_writing(self) -> None:
+        self.can_write.set()
+
+    def process_exited(self) -> None:
+        self.channel._process_exited()
+
+
+class ProcessChannel:
+    """A running stdio server. Create with `start`; end with `aclose`."""
+
+    def __init__(
+        self,
+        session: Session,
+        label: str,
+        *,
+        on_stderr: StderrCallback | None,
+        close_grace: float,
+        term_grace: float,
+    ) -> None:
+        self.session = session
+        self.label = label
+        self.stderr = _StderrDrain(label, on_stderr)
+        self.close_grace = close_grace
+        self.term_grace = term_grace
+        self.loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[int] = self.loop.create_future()
+        self.closing = False
+        self.pid = 0
+        self.pgid = 0
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: _Protocol | None = None
+        self._settle: asyncio.TimerHandle | None = None
+        self._closed = False
+
+    @classmethod
+    async def start(
+        cls,
+        session: Session,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        on_stderr: StderrCallback | None = None,
+        close_grace: float = 2.0,
+        term_grace: float = 2.0,
+        watchdog: bool = True,
+    ) -> ProcessChannel:
+        """Launch ``command args`` in a new process group, stdio on pipes."""
+        full_env = dict(os.environ) if inherit_env else {}
+        if env:
+            full_env.update(env)
+        label = os.path.basename(command) + (f" {args[0]}" if args else "")
+        chan = cls(
+            session, label, on_stderr=on_stderr, close_grace=close_grace, term_grace=term_grace
+        )
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _Protocol(chan),
+                command,
+                *args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
+        chan._transport = transport
+        chan._protocol = protocol
+        chan.pid = transport.get_pid()
+        chan.pgid = chan.pid  # start_new_session makes it the leader of its own group
+        if watchdog and os.name == "posix":
+            await loop.run_in_executor(None, _Watchdog.register, chan.pgid)
+        session.channel = chan
+        return chan
+
+    # --- Channel interface --------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        if pipe is None or pipe.is_closing() or self.exited.done():
+            raise ConnectionLost(f"{self.label}: cannot write, the server's stdin is closed")
+        pipe.write(data)  # type: ignore[attr-defined]
+
+    async def drain(self) -> None:
+        if self._protocol is not None and not self._protocol.can_write.is_set():
+            lost = self.session.lost
+            waiter = self.loop.create_task(self._protocol.can_write.wait())
+            await asyncio.wait([waiter, lost], return_when=asyncio.FIRST_COMPLETED)
+            if not waiter.done():
+                waiter.cancel()
+                raise self.session.close_reason or ConnectionLost(f"{self.label} is gone")
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode() if self._transport is not None else None
+
+    def _describe_exit(self) -> str:
+        rc = self.returncode
+        if rc is None:
+            what = f"{self.label} closed its stdout"
+        elif rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = str(-rc)
+            what = f"{self.label} was killed by {name}"
+        else:
+            what = f"{self.label} exited with code {rc}"
+        tail = self.stderr.summary()
+        return f"{what}; stderr: {tail}" if tail else what
+
+    def _stdout_closed(self) -> None:
+        if self._settle is not None:
+            self._settle.cancel()
+        self.session.eof(
+            self._describe_exit() if not self.closing else f"{self.label} was shut down"
+        )
+
+    def _process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(self.returncode if self.returncode is not None else -1)
+        # Output may still be in the pipe; give it a moment, then give up on it (a
+        # grandchild may hold stdout open after the server itself is gone).
+        if not self.session.closed:
+            self._settle = self.loop.call_later(EXIT_SETTLE, self._gone)
+
+    def _gone(self) -> None:
+        self.session.connection_lost(
+            ConnectionLost(
+                self._describe_exit() if not self.closing else f"{self.label} was shut down"
+            )
+        )
+
+    async def _wait_exit(self, timeout: float) -> bool:
+        if self.exited.done():
+            return True
+        try:
+            await asyncio.wait_for(asyncio.shield(self.exited), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def aclose(self) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear the rest of the tree."""
+        if self._closed:
+            return
+        self._closed = True
+        self.closing = True
+        transport = self._transport
+        if transport is None:
+            return
+        try:
+            stdin = transport.get_pipe_transport(0)
+            if stdin is not None:
+                stdin.close()
+            if not await self._wait_exit(self.close_grace):
+                log.info("%s did not exit after stdin closed; sending SIGTERM", self.label)
+                _killpg(self.pgid, signal.SIGTERM)
+                if not await self._wait_exit(self.term_grace):
+                    log.warning("%s ignored SIGTERM; sending SIGKILL", self.label)
+                    _killpg(self.pgid, signal.SIGKILL)
+                    await self._wait_exit(5.0)
+            await self._clear_group()
+        finally:
+            if self._settle is not None:
+                self._settle.cancel()
+            self.session.connection_lost(
+                ConnectionLost(f"{self.label} was shut down", retriable=False)
+            )
+            transport.close()
+            if os.name == "posix":
+                await self.loop.run_in_executor(None, _Watchdog.unregister, self.pgid)
+
+    async def _clear_group(self) -> None:
+        """Processes the server started (a wrapper's children) must not outlive it."""
+        if not _group_alive(self.pgid):
+            return
+        _killpg(self.pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.term_grace
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            if not _group_alive(self.pgid):
+                return
+        _killpg(self.pgid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        """Kill the whole group at once (for a process the client gave up on)."""
+        _killpg(self.pgid, signal.SIGKILL)
+
+
+__all__ = ["ProcessChannel", "StderrCallback"]

@@ -1,0 +1,432 @@
+"""The client's request/response engine for one byte stream (one process or one socket).
+
+Framing comes from `mcpline.wire` and envelope rules from `mcpline.jsonrpc`; this module
+only correlates: ids to pending requests, progress tokens to callbacks, subscription ids
+to listeners, and (legacy era only) server-initiated requests to host handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .. import jsonrpc
+from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, JsonRpcError, RequestId
+from ..protocol.versions import SUBSCRIPTION_ID_KEY
+from ..wire import DEFAULT_MAX_LINE_BYTES, LineBuffer, Oversized, encode
+from .errors import ClientError, ConnectionLost, ProtocolError, RequestTimeout, ServerError
+
+log = logging.getLogger("mcpline.client")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+NotificationCallback = Callable[[str, Any], None]
+Trace = Callable[[str, bytes], None]
+"""``trace(direction, line)``: direction is ``"send"`` or ``"recv"``."""
+
+
+class Channel(Protocol):
+    """A byte stream to one server."""
+
+    label: str
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SessionHost(Protocol):
+    """What a session asks of its owner."""
+
+    def on_notification(self, method: str, params: Any) -> None: ...
+
+    async def on_request(self, method: str, params: Any) -> Any: ...
+
+
+@dataclass(eq=False)
+class _Pending:
+    id: RequestId
+    method: str
+    future: asyncio.Future[Any]
+    timeout: float | None
+    on_progress: ProgressCallback | None = None
+    token: RequestId | None = None
+    on_notification: NotificationCallback | None = None
+    timer: asyncio.TimerHandle | None = None
+    hard_timer: asyncio.TimerHandle | None = None
+    cancellable: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def id_counter() -> Iterator[int]:
+    return itertools.count(1)
+
+
+class Session:
+    """Correlates the messages of one connection. Feed it bytes; it resolves futures.
+
+    ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails
+    the requests it could belong to. Garbage lines are logged and skipped.
+    """
+
+    def __init__(
+        self,
+        host: SessionHost,
+        *,
+        ids: Iterator[int] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        trace: Trace | None = None,
+        label: str = "server",
+    ) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.host = host
+        self.label = label
+        self.channel: Channel | None = None
+        self.accept_requests = False
+        """Answer server-initiated requests (only a legacy-era session does)."""
+        self._ids = ids if ids is not None else id_counter()
+        self._lines = LineBuffer(max_line_bytes)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._tokens: dict[RequestId, _Pending] = {}
+        self._listeners: dict[RequestId, _Pending] = {}
+        self._served: dict[RequestId, asyncio.Task[None]] = {}
+        self._trace = trace
+        self._discarding = False
+        self._garbage = 0
+        self.closed = False
+        self.close_reason: ClientError | None = None
+        self.lost: asyncio.Future[ClientError] = self.loop.create_future()
+
+    # --- input --------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        """Bytes from the server's output."""
+        for item in self._lines.feed(data):
+            self._line(item)
+        if not self._discarding and self._lines.buffered > self._lines.max_line_bytes:
+            # The line is already over the limit and still has no newline: fail now
+            # rather than when (if ever) it ends.
+            self._discarding = True
+            self._oversized(None, self._lines.buffered)
+
+    def eof(self, reason: str = "the server closed its output") -> None:
+        for item in self._lines.eof():
+            self._line(item)
+        self.connection_lost(ConnectionLost(reason))
+
+    def _line(self, item: bytes | Oversized) -> None:
+        if isinstance(item, Oversized):
+            if self._discarding:
+                self._discarding = False
+            else:
+                self._oversized(jsonrpc.recover_id(item.prefix), item.size)
+            return
+        if self._trace is not None:
+            self._trace("recv", item)
+        msg = jsonrpc.parse(item)
+        kind = type(msg)
+        if kind is jsonrpc.Response:
+            self._on_response(msg)  # type: ignore[arg-type]
+        elif kind is jsonrpc.Notification:
+            self._on_notification(msg.method, msg.params)  # type: ignore[union-attr]
+        elif kind is jsonrpc.Request:
+            self._on_request(msg)  # type: ignore[arg-type]
+        else:
+            self._garbage += 1
+            level = (
+                logging.WARNING
+                if self._garbage <= 20 or self._garbage % 1000 == 0
+                else logging.DEBUG
+            )
+            log.log(
+                level,
+                "%s wrote a line that is not a JSON-RPC message (%s), skipped: %r",
+                self.label,
+                msg.reason,  # type: ignore[union-attr]
+                item[:200],
+            )
+
+    def _oversized(self, rid: RequestId | None, size: int) -> None:
+        limit = self._lines.max_line_bytes
+        err = ProtocolError(
+            f"{self.label} sent a message of at least {size} bytes, "
+            f"over the {limit}-byte line limit; "
+            "it was discarded"
+        )
+        log.warning("%s", err)
+        if rid is not None and rid in self._pending:
+            self._fail(self._pending[rid], err)
+            return
+        for p in list(self._pending.values()):
+            if p.on_notification is None:  # listens survive; their next message is intact
+                self._fail(p, err)
+
+    def _on_response(self, resp: jsonrpc.Response) -> None:
+        p = self._pending.get(resp.id) if resp.id is not None else None
+        if p is None:
+            if resp.id is None and resp.error is not None:
+                log.warning(
+                    "%s reported an error about an unreadable message: %r", self.label, resp.error
+                )
+            else:
+                log.debug("dropped a response to %r (late, cancelled or unknown)", resp.id)
+            return
+        self._forget(p)
+        if p.future.done():
+            return
+        if resp.error is not None:
+            p.future.set_exception(ServerError.from_error(resp.error, p.method))
+        else:
+            p.future.set_result(resp.result)
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/progress" and isinstance(params, dict):
+            p = self._tokens.get(params.get("progressToken"))
+            if p is not None and type(p.token) is type(params.get("progressToken")):
+                self._progress(p, params)
+                return
+        if isinstance(params, dict):
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and SUBSCRIPTION_ID_KEY in meta:
+                sid = meta[SUBSCRIPTION_ID_KEY]
+                lp = self._listeners.get(sid) if jsonrpc.is_valid_id(sid) else None
+                if lp is not None and type(lp.id) is type(sid) and lp.on_notification is not None:
+                    if method == "notifications/cancelled":
+                        self._forget(lp)
+                        if not lp.future.done():
+                            lp.future.set_exception(
+                                ConnectionLost(
+                                    f"{self.label} ended the subscription: "
+                                    f"{params.get('reason', '')}"
+                                )
+                            )
+                        return
+                    lp.on_notification(method, params)
+                    return
+            if method == "notifications/cancelled":
+                rid = params.get("requestId")
+                task = self._served.get(rid) if jsonrpc.is_valid_id(rid) else None
+                if task is not None:
+                    task.cancel()
+                    return
+                lp = self._listeners.get(rid) if jsonrpc.is_valid_id(rid) else None
+                if lp is not None:
+                    self._forget(lp)
+                    if not lp.future.done():
+                        lp.future.set_exception(
+                            ConnectionLost(f"{self.label} ended the subscription")
+                        )
+                return
+        try:
+            self.host.on_notification(method, params)
+        except Exception:
+            log.exception("notification handler failed for %s", method)
+
+    def _progress(self, p: _Pending, params: dict[str, Any]) -> None:
+        if p.timeout is not None and p.timer is not None:
+            p.timer.cancel()
+            p.timer = self.loop.call_later(
+                p.timeout, self._expire, p, f"no answer or progress for {p.timeout:g}s"
+            )
+        if p.on_progress is not None:
+            progress = params.get("progress")
+            total = params.get("total")
+            message = params.get("message")
+            try:
+                res = p.on_progress(
+                    progress if isinstance(progress, (int, float)) else 0,
+                    total if isinstance(total, (int, float)) else None,
+                    message if isinstance(message, str) else None,
+                )
+                if asyncio.iscoroutine(res):
+                    self.loop.create_task(res)
+            except Exception:
+                log.exception("progress callback failed")
+
+    def _on_request(self, req: jsonrpc.Request) -> None:
+        if not self.accept_requests:
+            log.warning(
+                "%s sent a %s request, which this era does not allow; ignored",
+                self.label,
+                req.method,
+            )
+            return
+        if req.id in self._served:
+            self._send(
+                jsonrpc.error_response(
+                    req.id, jsonrpc.INVALID_REQUEST, "Invalid Request: id is already in flight"
+                )
+            )
+            return
+        self._served[req.id] = self.loop.create_task(self._serve(req))
+
+    async def _serve(self, req: jsonrpc.Request) -> None:
+        try:
+            params = req.params if req.params is not jsonrpc.MISSING else {}
+            result = await self.host.on_request(req.method, params)
+            msg = jsonrpc.result_response(req.id, result if result is not None else {})
+        except asyncio.CancelledError:
+            return
+        except JsonRpcError as exc:
+            msg = jsonrpc.error_response(req.id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            log.exception("handler for the server's %s request failed", req.method)
+            msg = jsonrpc.error_response(
+                req.id, INTERNAL_ERROR, f"client failed to handle {req.method}: {exc}"
+            )
+        finally:
+            self._served.pop(req.id, None)
+        if not self.closed:
+            self._send(msg)
+
+    # --- output -------------------------------------------------------------------------
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        if self.closed or self.channel is None:
+            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+        line = encode(msg)
+        if self._trace is not None:
+            self._trace("send", line[:-1])
+        self.channel.write(line)
+
+    async def notify(self, method: str, params: Any = jsonrpc.MISSING) -> None:
+        self._send(jsonrpc.notification(method, params))
+        if self.channel is not None:
+            await self.channel.drain()
+
+    def cancel_quietly(self, rid: RequestId, reason: str) -> None:
+        """Send ``notifications/cancelled`` for ``rid``, ignoring a dead connection."""
+        with contextlib.suppress(ClientError):
+            self._send(
+                jsonrpc.notification(
+                    "notifications/cancelled", {"requestId": rid, "reason": reason}
+                )
+            )
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_notification: NotificationCallback | None = None,
+        cancellable: bool = True,
+        on_sent: Callable[[RequestId], None] | None = None,
+    ) -> Any:
+        """Send a request and wait for its result (raises `ServerError` for an error reply).
+
+        ``timeout`` is reset by each matching progress notification; ``max_timeout`` is never
+        reset. On expiry the request is cancelled on the server and `RequestTimeout` raised.
+        With ``on_notification``, messages tagged with this request's id as
+        ``subscriptionId`` go to that callback (a listen stream).
+        """
+        if self.closed:
+            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+        rid = next(self._ids)
+        p = _Pending(
+            rid, method, self.loop.create_future(), timeout, on_progress, cancellable=cancellable
+        )
+        if on_progress is not None:
+            params = dict(params)
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = rid
+            params["_meta"] = meta
+            p.token = rid
+            self._tokens[rid] = p
+        if on_notification is not None:
+            p.on_notification = on_notification
+            self._listeners[rid] = p
+        self._pending[rid] = p
+        if timeout is not None:
+            p.timer = self.loop.call_later(
+                timeout, self._expire, p, f"no answer within {timeout:g}s"
+            )
+        if max_timeout is not None:
+            p.hard_timer = self.loop.call_later(
+                max_timeout, self._expire, p, f"no answer within the {max_timeout:g}s maximum"
+            )
+        try:
+            self._send(jsonrpc.request(rid, method, params))
+            if on_sent is not None:
+                on_sent(rid)
+            assert self.channel is not None
+            await self.channel.drain()
+            return await p.future
+        except asyncio.CancelledError:
+            if rid in self._pending and p.cancellable and not self.closed:
+                self.cancel_quietly(rid, "the client no longer needs the result")
+            raise
+        finally:
+            self._forget(p)
+
+    def _forget(self, p: _Pending) -> None:
+        self._pending.pop(p.id, None)
+        self._listeners.pop(p.id, None)
+        if p.token is not None:
+            self._tokens.pop(p.token, None)
+        for t in (p.timer, p.hard_timer):
+            if t is not None:
+                t.cancel()
+
+    def _expire(self, p: _Pending, why: str) -> None:
+        if p.id not in self._pending:
+            return
+        self._forget(p)
+        if p.cancellable:
+            self.cancel_quietly(p.id, f"timed out: {why}")
+        if not p.future.done():
+            p.future.set_exception(
+                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}; it was cancelled")
+            )
+
+    def _fail(self, p: _Pending, exc: ClientError) -> None:
+        self._forget(p)
+        if p.cancellable and not self.closed:
+            self.cancel_quietly(p.id, str(exc))
+        if not p.future.done():
+            p.future.set_exception(exc)
+
+    # --- end ----------------------------------------------------------------------------
+
+    def connection_lost(self, exc: ClientError) -> None:
+        """The stream ended: fail everything pending with ``exc``."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = exc
+        for p in list(self._pending.values()):
+            self._forget(p)
+            if not p.future.done():
+                p.future.set_exception(exc)
+        for task in list(self._served.values()):
+            task.cancel()
+        if not self.lost.done():
+            self.lost.set_result(exc)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+
+async def maybe_await(value: Any) -> Any:
+    if isinstance(value, Awaitable):
+        return await value
+    return value
+
+
+__all__ = [
+    "Channel",
+    "ConnectionLost",
+    "METHOD_NOT_FOUND",
+    "Session",
+    "SessionHost",
+    "maybe_await",
+]
