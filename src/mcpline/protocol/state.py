@@ -14,6 +14,10 @@ and the same salient params (e.g. tool name and arguments), before its expiry.
 Key: ``Server(state_key=...)``, else the ``MCPLINE_STATE_KEY`` environment variable, else a
 random per-process key — then states die with the process (a retry after a restart gets
 -32602 and the client starts over). Give replicas the same key to let them share states.
+
+The state is authenticated, not encrypted: the client can read it, so keep secrets out of it.
+Nothing stops a client from replaying a valid state until it expires (on the same method
+and params); a handler that needs single use must record consumption itself.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import os
 import re
 import secrets
@@ -142,7 +147,7 @@ class StateSealer:
             "v": 1,
             "m": method,
             "d": params_digest(params),
-            "x": int(self._clock() + (self.ttl if ttl is None else ttl)),
+            "x": math.ceil(self._clock() + (self.ttl if ttl is None else ttl)),
             "n": secrets.token_hex(8),
             "s": state,
             "k": dict(input_methods or {}),

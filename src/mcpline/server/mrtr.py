@@ -165,7 +165,7 @@ class InputRequired(Exception):
     ``requests`` maps keys of your choice to `InputRequest` values; ``state`` is any JSON
     data you want back on the retry (as ``ctx.state``), sealed by the framework.
     ``drop_undeclared`` silently leaves out requests the client cannot answer instead of
-    failing with -32021 (if nothing is left and there is no state, it is still -32021).
+    failing with -32021 (if none is left, it is still -32021).
     """
 
     def __init__(
@@ -246,7 +246,7 @@ def select_requests(
     if not missing:
         return ir.requests
     kept = {k: r for k, r in ir.requests.items() if can_ask(caps, r, legacy_version)}
-    if ir.drop_undeclared and (kept or ir.state is not None):
+    if ir.drop_undeclared and kept:
         return kept
     raise MissingCapabilityError(
         missing,

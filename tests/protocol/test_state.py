@@ -1,0 +1,140 @@
+"""requestState sealing: integrity, binding to method and params, expiry, strict decoding."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from mcpline.jsonrpc import INVALID_PARAMS
+from mcpline.protocol.state import STATE_KEY_ENV, StateError, StateSealer, params_digest
+
+KEY = "k" * 32
+PARAMS = {"name": "greet", "arguments": {"x": 1}, "_meta": {"a": 1}}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_round_trip_returns_state_and_asked_methods() -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, {"round": 2, "name": "Ada"}, {"k": "elicitation/create"})
+    state, asked = s.open(token, "tools/call", PARAMS)
+    assert state == {"round": 2, "name": "Ada"}
+    assert asked == {"k": "elicitation/create"}
+
+
+def test_each_seal_differs() -> None:
+    s = StateSealer(KEY)
+    assert s.seal("tools/call", PARAMS, 1) != s.seal("tools/call", PARAMS, 1)
+
+
+def test_params_outside_the_identity_do_not_matter() -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, "x")
+    retry = {**PARAMS, "_meta": {"other": True}, "inputResponses": {"k": {}}, "requestState": token}
+    assert s.open(token, "tools/call", retry)[0] == "x"
+    # key order does not matter either
+    assert params_digest({"a": 1, "b": 2}) == params_digest({"b": 2, "a": 1})
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda t: t + "-TAMPERED",
+        lambda t: t[:-1] + ("0" if t[-1] != "0" else "1"),
+        lambda t: ("A" if t[0] != "A" else "B") + t[1:],
+        lambda t: t.replace(".", ".."),
+        lambda t: t.upper(),
+        lambda t: t + "=",
+        lambda t: t.split(".")[0] + "==." + t.split(".")[1],
+        lambda t: "",
+        lambda t: t.split(".")[0],
+    ],
+)
+def test_any_modification_fails(mutate) -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, {"ok": True})
+    with pytest.raises(StateError) as err:
+        s.open(mutate(token), "tools/call", PARAMS)
+    assert err.value.code == INVALID_PARAMS
+
+
+def test_forged_payload_with_valid_format_fails() -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, {"admin": False})
+    body, mac = token.rsplit(".", 1)
+    payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    payload["s"] = {"admin": True}
+    forged = base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+    with pytest.raises(StateError, match="integrity"):
+        s.open(f"{forged}.{mac}", "tools/call", PARAMS)
+
+
+def test_other_key_or_scope_fails() -> None:
+    token = StateSealer(KEY, scope="a").seal("tools/call", PARAMS, 1)
+    with pytest.raises(StateError, match="integrity"):
+        StateSealer(KEY, scope="b").open(token, "tools/call", PARAMS)
+    with pytest.raises(StateError, match="integrity"):
+        StateSealer("z" * 32, scope="a").open(token, "tools/call", PARAMS)
+    assert StateSealer(KEY, scope="a").open(token, "tools/call", PARAMS)[0] == 1
+
+
+def test_bound_to_method_and_params() -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, 1)
+    with pytest.raises(StateError, match="prompts/get"):
+        s.open(token, "prompts/get", PARAMS)
+    with pytest.raises(StateError, match="other parameters"):
+        s.open(token, "tools/call", {**PARAMS, "arguments": {"x": 2}})
+    with pytest.raises(StateError, match="other parameters"):
+        s.open(token, "tools/call", {**PARAMS, "name": "other"})
+
+
+def test_expiry() -> None:
+    clock = Clock()
+    s = StateSealer(KEY, ttl=60, clock=clock)
+    token = s.seal("tools/call", PARAMS, 1)
+    clock.now += 59
+    assert s.open(token, "tools/call", PARAMS)[0] == 1
+    clock.now += 2
+    with pytest.raises(StateError, match="expired"):
+        s.open(token, "tools/call", PARAMS)
+
+
+def test_not_a_string() -> None:
+    s = StateSealer(KEY)
+    for bad in (None, 1, {"a": 1}, ["x"]):
+        with pytest.raises(StateError, match="string"):
+            s.open(bad, "tools/call", PARAMS)
+
+
+def test_random_key_without_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STATE_KEY_ENV, raising=False)
+    a, b = StateSealer(), StateSealer()
+    assert not a.stable
+    token = a.seal("tools/call", PARAMS, 1)
+    with pytest.raises(StateError):
+        b.open(token, "tools/call", PARAMS)
+
+
+def test_key_from_environment_is_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(STATE_KEY_ENV, "shared-secret-of-enough-length")
+    a, b = StateSealer(scope="srv"), StateSealer(scope="srv")
+    assert a.stable
+    assert b.open(a.seal("tools/call", PARAMS, "s"), "tools/call", PARAMS)[0] == "s"
+
+
+def test_short_key_and_bad_state_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least"):
+        StateSealer("short")
+    with pytest.raises(ValueError, match="JSON"):
+        StateSealer(KEY).seal("tools/call", PARAMS, object())
+    with pytest.raises(ValueError, match="limit"):
+        StateSealer(KEY).seal("tools/call", PARAMS, "x" * 100_000)
