@@ -59,6 +59,9 @@ class ServerProcess:
         self.stderr_chunks: list[bytes] = []
         self.methods: dict[Any, str] = {}
         self.legacy = False
+        """Validate server messages against the legacy schema (responses to requests that
+        carried modern ``_meta`` are still checked against the modern one)."""
+        self.modern_ids: set[Any] = set()
         self.problems: list[str] = []
         self._ids = itertools.count(1)
         self._stash: list[dict[str, Any]] = []
@@ -91,6 +94,11 @@ class ServerProcess:
     def send(self, msg: Any) -> None:
         if isinstance(msg, dict) and "id" in msg and "method" in msg:
             self.methods[msg["id"]] = msg["method"]
+            params = msg.get("params")
+            if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and (
+                "io.modelcontextprotocol/protocolVersion" in params["_meta"]
+            ):
+                self.modern_ids.add(msg["id"])
         self.send_raw(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
 
     def next_id(self) -> int:
@@ -114,10 +122,18 @@ class ServerProcess:
             self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
             raise
         method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
-        version = wirecheck.LEGACY if self.legacy else wirecheck.MODERN
+        version = self._era(msg)
         for p in wirecheck.check_message(msg, method=method, version=version):
             self.problems.append(f"{p} in {line[:300]!r}")
         return msg
+
+    def _era(self, msg: Any) -> str:
+        """The schema for one server message: a response follows the era of its request
+        (modern ``_meta`` or not); anything else follows ``self.legacy``."""
+        rid = msg.get("id") if isinstance(msg, dict) else None
+        if isinstance(rid, (str, int)) and "method" not in msg and rid in self.modern_ids:
+            return wirecheck.MODERN
+        return wirecheck.LEGACY if self.legacy else wirecheck.MODERN
 
     def read_until(self, id: Any, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Messages up to the response to ``id``: (response, notifications seen before it)."""
@@ -177,7 +193,7 @@ class ServerProcess:
                 self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
                 continue
             method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
-            version = wirecheck.LEGACY if self.legacy else wirecheck.MODERN
+            version = self._era(msg)
             for p in wirecheck.check_message(msg, method=method, version=version):
                 self.problems.append(f"{p} in {line[:300]!r}")
 
