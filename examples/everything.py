@@ -9,10 +9,21 @@ with the fixture's known deviations fixed, plus four stdio extras: ``sleep``,
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from mcpline import Context, Server, ToolError, ToolResult, audio, embedded_text, image, text
+from mcpline import (
+    Context,
+    Server,
+    ToolError,
+    ToolResult,
+    audio,
+    embedded_text,
+    image,
+    text,
+    user,
+)
 
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -26,6 +37,8 @@ server = Server(
     version="1.0.0",
     list_ttl_ms=300_000,
     cache_scope="public",
+    read_ttl_ms=300_000,
+    read_cache_scope="private",
 )
 
 
@@ -229,6 +242,112 @@ def trigger_list_changed() -> str:
         return "removed dynamic_tool"
     server.add_tool(dynamic_tool)
     return "added dynamic_tool"
+
+
+@server.tool
+def touch_resource(uri: str) -> str:
+    """Report that a resource changed: listeners subscribed to it get resources/updated."""
+    server.resource_updated(uri)
+    return f"touched {uri}"
+
+
+# --- resources (fixture §5) --------------------------------------------------------------------
+
+server.add_resource(
+    "test://static-text",
+    "This is the content of the static text resource.",
+    name="static-text",
+    title="Static Text Resource",
+    description="A static text resource for testing",
+    mime_type="text/plain",
+)
+server.add_resource(
+    "test://static-binary",
+    base64.b64decode(PNG_1x1),
+    name="static-binary",
+    title="Static Binary Resource",
+    description="A static binary resource (image) for testing",
+    mime_type="image/png",
+)
+server.add_resource(
+    "test://watched-resource",
+    "Watched resource content",
+    name="watched-resource",
+    title="Watched Resource",
+    description="A resource that auto-updates every 3 seconds",
+    mime_type="text/plain",
+)
+server.add_resource(
+    "test://stateless-static-text",
+    "Static text content from the stateless draft path.",
+    name="Stateless Static Text",
+    description="A static text resource served on the draft path",
+    mime_type="text/plain",
+)
+
+
+@server.resource(
+    "test://template/{id}/data",
+    name="template",
+    title="Resource Template",
+    description="A resource template with parameter substitution",
+    mime_type="application/json",
+)
+def template_data(id: str) -> str:
+    return json.dumps(
+        {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+    )
+
+
+# --- prompts (fixture §6) ----------------------------------------------------------------------
+
+
+@server.prompt(title="Simple Test Prompt", description="A simple prompt without arguments")
+def test_simple_prompt() -> str:
+    return "This is a simple prompt for testing."
+
+
+@server.prompt(title="Prompt With Arguments", description="A prompt with required arguments")
+def test_prompt_with_arguments(
+    arg1: Annotated[str, "First test argument"],
+    arg2: Annotated[str, "Second test argument"],
+) -> str:
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt(
+    title="Prompt With Embedded Resource",
+    description="A prompt that includes an embedded resource",
+)
+def test_prompt_with_embedded_resource(
+    resourceUri: Annotated[str, "URI of the resource to embed"],  # the wire name
+) -> list[dict[str, Any]]:
+    return [
+        user(embedded_text(resourceUri, "Embedded resource content for testing.", "text/plain")),
+        user("Please process the embedded resource above."),
+    ]
+
+
+@server.prompt(title="Prompt With Image", description="A prompt that includes image content")
+def test_prompt_with_image() -> list[dict[str, Any]]:
+    return [user(image(PNG_1x1, "image/png")), user("Please analyze the image above.")]
+
+
+# --- MRTR prompt (test_input_required_result_prompt) goes here ----------------------------------
+
+
+# --- completion (fixture §7; the fixture answers nothing, we suggest) ---------------------------
+
+SUGGESTIONS = {
+    "arg1": ["test", "testValue1", "example1"],
+    "arg2": ["test", "testValue2", "example2"],
+    "id": ["1", "2", "3", "123"],
+}
+
+
+@server.completion()
+def complete(argument: str, value: str) -> list[str]:
+    return [s for s in SUGGESTIONS.get(argument, []) if s.startswith(value)]
 
 
 if __name__ == "__main__":

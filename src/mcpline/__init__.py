@@ -6,6 +6,8 @@ from typing import Any
 
 from .jsonrpc import JsonRpcError
 from .protocol.capabilities import MissingCapabilityError
+from .protocol.uritemplate import UriTemplate
+from .server.completion import Completion
 from .server.content import (
     ToolError,
     ToolResult,
@@ -19,19 +21,25 @@ from .server.content import (
 from .server.context import Context
 from .server.core import Server
 from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
+from .server.prompts import assistant, user
+from .server.resources import ResourceNotFoundError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client",
+    "Completion",
     "Context",
     "InputRequest",
     "InputRequired",
     "JsonRpcError",
     "MissingCapabilityError",
+    "ResourceNotFoundError",
     "Server",
     "ToolError",
     "ToolResult",
+    "UriTemplate",
+    "assistant",
     "audio",
     "embedded_blob",
     "elicit",
@@ -42,6 +50,7 @@ __all__ = [
     "resource_link",
     "sample",
     "text",
+    "user",
 ]
 
 

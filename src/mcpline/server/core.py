@@ -17,8 +17,15 @@ from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import StateSealer
 from ..protocol.versions import MODERN_VERSIONS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
+from . import completion as _completion
+from . import prompts as _prompts
+from . import resources as _resources
+from .completion import Completions
 from .context import Context
 from .mrtr import MRTR_METHODS, InputRequired, refuse, run_modern
+from .prompts import Prompt
+from .resources import Resource, Resources
+from .subscriptions import Subscriptions
 from .tools import Tool, invoke, make_tool
 
 if TYPE_CHECKING:
@@ -42,6 +49,8 @@ class Method:
     handler: Handler
     capability: str | None = None
     waits_for_lifespan: bool = True
+    long_lived: bool = False
+    """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
 
 
 def encode_cursor(kind: str, offset: int) -> str:
@@ -98,10 +107,14 @@ class Server:
         state_key: bytes | str | None = None,
         state_ttl: float = 900.0,
         legacy: bool = True,
+        read_ttl_ms: int = 0,
+        read_cache_scope: str = "private",
     ) -> None:
         if cache_scope not in ("public", "private"):
             raise ValueError("cache_scope must be 'public' or 'private'")
-        if list_ttl_ms < 0 or discover_ttl_ms < 0:
+        if read_cache_scope not in ("public", "private"):
+            raise ValueError("read_cache_scope must be 'public' or 'private'")
+        if list_ttl_ms < 0 or discover_ttl_ms < 0 or read_ttl_ms < 0:
             raise ValueError("ttl must be >= 0")
         if page_size < 1 or max_in_flight < 1:
             raise ValueError("page_size and max_in_flight must be positive")
@@ -131,11 +144,31 @@ class Server:
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
         self._hidden_tools: set[str] = set()
+        self.read_ttl_ms = read_ttl_ms
+        self.read_cache_scope = read_cache_scope
+        """Default caching hints of ``resources/read`` results (per resource: ``ttl_ms=``)."""
+        self._resources = Resources()
+        self._resources_enabled = False
+        self._prompts: dict[str, Prompt] = {}
+        self._prompts_enabled = False
+        self._completions = Completions()
+        self.subscriptions = Subscriptions(self)
+        self.resource_updated_hook: Callable[[Connection, str], None] | None = None
+        """Called on the connection's loop for every `resource_updated` (after listens)."""
         self.connections: set[Connection] = set()
         self.methods: dict[str, Method] = {
             "server/discover": Method(self._discover, None, waits_for_lifespan=False),
             "tools/list": Method(self._tools_list, "tools"),
             "tools/call": Method(self._tools_call, "tools"),
+            "resources/list": Method(self._resources_list, "resources"),
+            "resources/templates/list": Method(self._templates_list, "resources"),
+            "resources/read": Method(self._resources_read, "resources"),
+            "prompts/list": Method(self._prompts_list, "prompts"),
+            "prompts/get": Method(self._prompts_get, "prompts"),
+            "completion/complete": Method(self._complete, "completions"),
+            "subscriptions/listen": Method(
+                self.subscriptions.listen, None, waits_for_lifespan=False, long_lived=True
+            ),
         }
         self.notification_hooks: dict[str, Callable[[Connection, Any], None]] = {}
         self.response_hook: Callable[[Connection, Response], bool] | None = None
@@ -222,19 +255,171 @@ class Server:
     def tools(self) -> dict[str, Tool]:
         return dict(self._tools)
 
-    def list_changed(self, kind: str) -> None:
-        """Tell every connection that a list (``tools``, ``prompts``, ``resources``) changed."""
+    # --- resources, prompts, completions ----------------------------------------------------
+
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Decorator: serve ``uri`` with a function; ``{var}`` in ``uri`` makes a template.
+
+        Options: ``name``, ``title``, ``description`` (default: the docstring),
+        ``mime_type``, ``annotations``, ``icons``, ``size``, ``meta``, and the caching
+        hints of its reads ``ttl_ms``/``cache_scope``. See `mcpline.server.resources`.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(uri, fn, **options)
+            return fn
+
+        return register
+
+    def add_resource(
+        self, uri: str, fn: Callable[..., Any] | str | bytes, **options: Any
+    ) -> Resource:
+        """Register a resource or template (``fn`` may be constant ``str``/``bytes``)."""
+        res = _resources.make_resource(uri, fn, **options)
+        self._resources.add(res)
+        self._resources_enabled = True
+        self.list_changed("resources")
+        return res
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource or template by URI/template; `KeyError` if there is none."""
+        self._resources.remove(uri)
+        self.list_changed("resources")
+
+    def resource_template(self, uri_template: str, **options: Any) -> Callable[[F], F]:
+        """Same as `resource`, insisting that ``uri_template`` has ``{variables}``."""
+        if "{" not in uri_template:
+            raise ValueError(f"{uri_template!r} has no {{variables}}; use server.resource()")
+        return self.resource(uri_template, **options)
+
+    @property
+    def resources(self) -> dict[str, Resource]:
+        """Registered static resources and templates, by URI / template text."""
+        return {**self._resources.static, **self._resources.templates}
+
+    def watchable(self, uri: str) -> bool:
+        """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""
+        return self._resources.watchable(uri)
+
+    def prompt(self, name: str | Callable[..., Any] | None = None, **options: Any) -> Any:
+        """Decorator: register a prompt (``@server.prompt`` or ``@server.prompt(...)``).
+
+        Options: ``title``, ``description`` (default: the docstring), ``argument_titles``,
+        ``icons``, ``meta``. See `mcpline.server.prompts`.
+        """
+        if callable(name):
+            self.add_prompt(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_prompt(fn, name=name, **options)
+            return fn
+
+        return register
+
+    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> Prompt:
+        prompt = _prompts.make_prompt(fn, **options)
+        if prompt.name in self._prompts:
+            raise ValueError(f"a prompt named {prompt.name!r} is already registered")
+        self._prompts[prompt.name] = prompt
+        self._prompts_enabled = True
+        self.list_changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; `KeyError` when there is none by that name."""
+        del self._prompts[name]
+        self.list_changed("prompts")
+
+    @property
+    def prompts(self) -> dict[str, Prompt]:
+        return dict(self._prompts)
+
+    def completion(
+        self,
+        *,
+        prompt: str | None = None,
+        resource: str | None = None,
+        argument: str | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: a completer for ``completion/complete``.
+
+        ``prompt=``/``resource=`` (a template) and ``argument=`` narrow what it completes;
+        without them it is the catch-all. See `mcpline.server.completion`.
+        """
+
+        def register(fn: F) -> F:
+            self._completions.add(fn, prompt=prompt, resource=resource, argument=argument)
+            return fn
+
+        return register
+
+    # --- change notifications ------------------------------------------------------------------
+
+    def _on_loops(self, fn: Callable[[Connection], None]) -> None:
+        """Run ``fn(conn)`` for every connection, on that connection's loop thread."""
+        here = threading.get_ident()
         for conn in list(self.connections):
+            if conn.loop_thread == here:
+                fn(conn)
+            else:
+                conn.loop.call_soon_threadsafe(fn, conn)
+
+    def list_changed(self, kind: str) -> None:
+        """Tell every connection that a list (``tools``, ``prompts``, ``resources``) changed.
+
+        Listens that asked for it get the notification; safe to call from any thread.
+        """
+
+        def deliver(conn: Connection) -> None:
+            self.subscriptions.list_changed(conn, kind)
             conn.list_changed(kind)
+
+        self._on_loops(deliver)
+
+    def resource_updated(self, uri: str) -> None:
+        """Report that ``uri`` changed: ``notifications/resources/updated`` to every listen
+        subscribed to it (or to a parent of it); safe to call from any thread."""
+
+        def deliver(conn: Connection) -> None:
+            self.subscriptions.resource_updated(conn, uri)
+            if self.resource_updated_hook is not None:
+                self.resource_updated_hook(conn, uri)
+
+        self._on_loops(deliver)
+        conns = list(self.connections)
+        if self.legacy is not None and conns:
+            # Legacy sessions subscribed with resources/subscribe (they span connections).
+            if conns[0].loop_thread == threading.get_ident():
+                self.legacy.resource_updated(uri)
+            else:
+                conns[0].loop.call_soon_threadsafe(self.legacy.resource_updated, uri)
 
     # --- what we advertise ---------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {}
         if self._tools_enabled:
-            caps["tools"] = {}
+            caps["tools"] = {"listChanged": True}
+        if self._prompts_enabled:
+            caps["prompts"] = {"listChanged": True}
+        if self._resources_enabled:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self._completions or self._auto_completions():
+            caps["completions"] = {}
         caps["logging"] = {}
         return caps
+
+    def _auto_completions(self) -> bool:
+        """Whether some prompt argument or template variable completes itself (an enum)."""
+        for prompt in self._prompts.values():
+            if any(_completion.enum_values(prompt.argument_schema(a)) for a in prompt.arguments):
+                return True
+        for res in self._resources.templates.values():
+            props = res.signature.schema.get("properties", {}) if res.signature else {}
+            if any(_completion.enum_values(p) for p in props.values()):
+                return True
+        return False
 
     def finish_result(self, result: dict[str, Any]) -> dict[str, Any]:
         """Stamp a modern result with ``resultType`` and our serverInfo."""
@@ -277,6 +462,8 @@ class Server:
                 return routed
         meta, method = self.route(req)
         ctx = Context(conn, req.id, req.method, meta)
+        if method.long_lived:
+            ctx.extra["long_lived"] = True
         params = req.params if isinstance(req.params, dict) else {}
         return ctx, self._call(method, ctx, params)
 
@@ -392,6 +579,56 @@ class Server:
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name!r}", {"name": name})
         return await invoke(tool, arguments, ctx, self.run_sync)
+
+    async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        listed = [r.definition for r in self._resources.static.values()]
+        page, nxt = self.paginate("resources", listed, params)
+        return self.list_result("resources", page, nxt)
+
+    async def _templates_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        listed = [r.definition for r in self._resources.templates.values()]
+        page, nxt = self.paginate("templates", listed, params)
+        return self.list_result("resourceTemplates", page, nxt)
+
+    async def _resources_read(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        uri = _resources.check_uri_param(params)
+        res, kwargs = self._resources.resolve(uri)
+        contents = await _resources.read(res, uri, kwargs, ctx, self.run_sync)
+        return _resources.read_result(res, contents, self.read_ttl_ms, self.read_cache_scope)
+
+    async def _prompts_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        page, nxt = self.paginate("prompts", [p.definition for p in self._prompts.values()], params)
+        return self.list_result("prompts", page, nxt)
+
+    async def _prompts_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        name = _prompts.check_name_param(params)
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            raise JsonRpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}", {"name": name})
+        return await _prompts.render(prompt, params.get("arguments"), ctx, self.run_sync)
+
+    async def _complete(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        query = _completion.parse_query(params)
+        names = _completion.known_arguments(
+            query.kind, query.target, self._prompts, self._resources.templates
+        )
+        if query.argument not in names:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Invalid params: {query.target!r} has no argument {query.argument!r}",
+            )
+        completer = self._completions.find(query.kind, query.target, query.argument)
+        if completer is not None:
+            found = await _completion.run(completer, query, ctx, self.run_sync)
+            return {"completion": found}
+        if query.kind == "ref/prompt":
+            schema = self._prompts[query.target].argument_schema(query.argument)
+        else:
+            res = self._resources.templates[query.target]
+            props = res.signature.schema.get("properties", {}) if res.signature else {}
+            schema = props.get(query.argument, {})
+        choices = _completion.enum_values(schema) or []
+        return {"completion": _completion.shape(_completion.prefix_filter(choices, query.value))}
 
     # --- running -----------------------------------------------------------------------------
 

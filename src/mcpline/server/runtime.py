@@ -55,6 +55,8 @@ class Connection:
         self._lines = LineBuffer(server.max_line_bytes)
         self.inflight: dict[RequestId, tuple[asyncio.Task[None], Context]] = {}
         self._pending: deque[Request] = deque()
+        self.long_lived = 0
+        """In-flight requests that stay open until ended (listens): exempt from the limit."""
         """Requests read while at the in-flight limit; started in order as slots free up."""
         self._read_paused = False
         self._write_paused = False
@@ -124,12 +126,15 @@ class Connection:
             return
         task = self.loop.create_task(self._run(ctx, awaitable))
         self.inflight[req.id] = (task, ctx)
+        if ctx.extra.get("long_lived"):
+            self.long_lived += 1
         if self._held():
             self._pause_reading()
 
     def _held(self) -> bool:
         """At the in-flight limit, or the peer is not reading our output."""
-        return self._write_paused or len(self.inflight) >= self.server.max_in_flight
+        busy = len(self.inflight) - self.long_lived
+        return self._write_paused or busy >= self.server.max_in_flight
 
     def _pause_reading(self) -> None:
         if not self._read_paused:
@@ -201,6 +206,8 @@ class Connection:
         entry = self.inflight.get(ctx.request_id)
         if entry is not None and entry[1] is ctx:
             del self.inflight[ctx.request_id]
+            if ctx.extra.get("long_lived"):
+                self.long_lived -= 1
         if self._read_paused:
             self._release()
 
@@ -214,6 +221,8 @@ class Connection:
                     return True
             return False
         task, ctx = entry
+        if ctx.extra.get("long_lived"):
+            self.long_lived -= 1
         ctx.closed = True
         task.cancel()
         log.debug("request %r cancelled (%s)", request_id, reason or "no reason given")

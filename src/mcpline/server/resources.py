@@ -1,0 +1,364 @@
+"""Resources: static URIs and RFC 6570 templates, listed, read and shaped into contents.
+
+A resource is a function (or a constant) registered for a URI. A URI with ``{variables}``
+is a template: its variables are matched out of the requested URI and passed to the
+function converted to the annotated types (``def item(id: int)``). What the function
+returns becomes ``contents``: ``str`` → text, ``bytes`` → base64 ``blob``, a contents dict
+(``{"text": …}``/``{"blob": …}``) as is, a list of those for several entries, anything
+else → its JSON text (``application/json``).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import logging
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+from ..protocol.uritemplate import UriTemplate
+from . import schema as _schema
+from .context import Context
+from .tools import wants_context
+
+log = logging.getLogger("mcpline.server")
+
+CONTENTS_KEYS = frozenset({"uri", "mimeType", "text", "blob", "_meta"})
+CACHE_SCOPES = ("public", "private")
+
+
+class ResourceNotFoundError(JsonRpcError):
+    """-32602 with ``data: {"uri": …}``: no resource has this URI.
+
+    Raise it from a template function when the variables name nothing.
+    """
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(INVALID_PARAMS, message or f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+@dataclass
+class Resource:
+    """A registered static resource or template; `definition` is what the list shows."""
+
+    uri: str
+    """The URI, or the template text for a template."""
+    fn: Callable[..., Any]
+    definition: dict[str, Any]
+    mime_type: str | None
+    template: UriTemplate | None = None
+    signature: _schema.Signature | None = None
+    context_param: str | None = None
+    is_async: bool = False
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    list_params: frozenset[str] = field(default_factory=frozenset)
+    """Template variables annotated as lists (a plain ``{var}`` arrives comma-joined)."""
+
+    @property
+    def is_template(self) -> bool:
+        return self.template is not None
+
+    @property
+    def name(self) -> str:
+        return str(self.definition["name"])
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    def read() -> Any:
+        return value
+
+    return read
+
+
+def make_resource(
+    uri: str,
+    fn: Callable[..., Any] | str | bytes,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
+    size: int | None = None,
+    meta: dict[str, Any] | None = None,
+    ttl_ms: int | None = None,
+    cache_scope: str | None = None,
+) -> Resource:
+    """Build a `Resource`; raises `ValueError` for a definition a client would reject.
+
+    ``fn`` may be a constant (``str``/``bytes``) for fixed content. ``ttl_ms`` and
+    ``cache_scope`` are this resource's caching hints on ``resources/read`` results.
+    """
+    if not isinstance(uri, str) or not uri:
+        raise ValueError("a resource URI must be a non-empty string")
+    template = UriTemplate(uri) if "{" in uri else None
+    if template is None and ":" not in uri:
+        raise ValueError(f"resource URI {uri!r} needs a scheme (e.g. 'file:///…', 'myapp://…')")
+    if ttl_ms is not None and (type(ttl_ms) is not int or ttl_ms < 0):
+        raise ValueError("ttl_ms must be an integer >= 0")
+    if cache_scope is not None and cache_scope not in CACHE_SCOPES:
+        raise ValueError("cache_scope must be 'public' or 'private'")
+    if size is not None and (type(size) is not int or size < 0):
+        raise ValueError("size must be an integer >= 0")
+    res_name = name or (getattr(fn, "__name__", None) if callable(fn) else uri) or uri
+    if not callable(fn):
+        if not isinstance(fn, (str, bytes)):
+            raise TypeError("a resource is a function, a str or bytes")
+        if template is not None:
+            raise ValueError("a resource template needs a function to receive its variables")
+        if size is None:
+            size = len(fn.encode() if isinstance(fn, str) else fn)
+        if mime_type is None:
+            mime_type = "text/plain" if isinstance(fn, str) else "application/octet-stream"
+        fn = _constant(fn)
+        doc_summary, arg_docs = None, {}
+    else:
+        doc_summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
+    desc = description if description is not None else doc_summary
+
+    signature: _schema.Signature | None = None
+    context_param: str | None = None
+    list_params: set[str] = set()
+    if template is not None:
+        signature = _schema.Signature(fn, name=res_name, skip=wants_context, arg_docs=arg_docs)
+        context_param = signature.context_param
+        params = set(signature.names)
+        missing = [v for v in template.variables if v not in params and not signature.var_kw]
+        if missing:
+            raise ValueError(
+                f"resource template {uri!r}: function {res_name!r} has no parameter for "
+                f"{', '.join(missing)}"
+            )
+        required = set(signature.schema.get("required", []))
+        extra = sorted(required - set(template.variables))
+        if extra:
+            raise ValueError(
+                f"resource template {uri!r}: parameters {', '.join(extra)} are not template "
+                "variables (give them defaults or add them to the template)"
+            )
+        props = signature.schema.get("properties", {})
+        list_params = {n for n in template.variables if props.get(n, {}).get("type") == "array"}
+    else:
+        hints = typing.get_type_hints(fn, include_extras=True)
+        for pname, p in inspect.signature(fn).parameters.items():
+            if wants_context(hints.get(pname)):
+                context_param = pname
+            elif p.default is inspect.Parameter.empty and p.kind not in (
+                p.VAR_KEYWORD,
+                p.VAR_POSITIONAL,
+            ):
+                raise ValueError(
+                    f"static resource {uri!r}: parameter {pname!r} has no value to receive "
+                    "(use a URI template with {" + pname + "})"
+                )
+
+    definition: dict[str, Any] = {("uriTemplate" if template else "uri"): uri, "name": res_name}
+    for key, value in (("title", title), ("description", desc), ("mimeType", mime_type)):
+        if value:
+            definition[key] = value
+    if annotations:
+        definition["annotations"] = dict(annotations)
+    if size is not None and template is None:
+        definition["size"] = size
+    if icons:
+        definition["icons"] = list(icons)
+    if meta:
+        definition["_meta"] = dict(meta)
+    return Resource(
+        uri=uri,
+        fn=fn,
+        definition=definition,
+        mime_type=mime_type,
+        template=template,
+        signature=signature,
+        context_param=context_param,
+        is_async=inspect.iscoroutinefunction(fn),
+        ttl_ms=ttl_ms,
+        cache_scope=cache_scope,
+        list_params=frozenset(list_params),
+    )
+
+
+# --- contents ---------------------------------------------------------------------------------
+
+
+def _b64(data: bytes | bytearray | memoryview) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _entry(uri: str, mime_type: str | None, value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"uri": uri, "mimeType": mime_type or "text/plain", "text": value}
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {
+            "uri": uri,
+            "mimeType": mime_type or "application/octet-stream",
+            "blob": _b64(value),
+        }
+    if (
+        isinstance(value, dict)
+        and ("text" in value or "blob" in value)
+        and value.keys() <= CONTENTS_KEYS
+    ):
+        out = dict(value)
+        if "text" in out and "blob" in out:
+            raise ValueError("a contents entry has either 'text' or 'blob', not both")
+        if "text" in out and not isinstance(out["text"], str):
+            raise TypeError("a contents entry's 'text' must be a string")
+        if "blob" in out:
+            blob = out["blob"]
+            if isinstance(blob, (bytes, bytearray, memoryview)):
+                out["blob"] = _b64(blob)
+            elif not isinstance(blob, str):
+                raise TypeError("a contents entry's 'blob' must be bytes or base64 text")
+        out.setdefault("uri", uri)
+        if mime_type and "mimeType" not in out:
+            out["mimeType"] = mime_type
+        return out
+    data = _schema.to_json(value)
+    return {
+        "uri": uri,
+        "mimeType": mime_type or "application/json",
+        "text": _schema.dumps_text(data),
+    }
+
+
+def to_contents(uri: str, mime_type: str | None, value: Any) -> list[dict[str, Any]]:
+    """A resource function's return value as the ``contents`` array of ``resources/read``.
+
+    Never empty: a function with nothing to return should raise `ResourceNotFoundError`.
+    """
+    if isinstance(value, (list, tuple)):
+        entries = [_entry(uri, mime_type, v) for v in value]
+    else:
+        entries = [_entry(uri, mime_type, value)]
+    if not entries:
+        raise ValueError(f"the resource function for {uri!r} returned no contents")
+    return entries
+
+
+# --- the registry -------------------------------------------------------------------------------
+
+
+class Resources:
+    """Static resources (by URI) and templates (in registration order) of one server."""
+
+    def __init__(self) -> None:
+        self.static: dict[str, Resource] = {}
+        self.templates: dict[str, Resource] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.static or self.templates)
+
+    def add(self, res: Resource) -> None:
+        table = self.templates if res.is_template else self.static
+        if res.uri in table:
+            kind = "template" if res.is_template else "resource"
+            raise ValueError(f"a {kind} for {res.uri!r} is already registered")
+        table[res.uri] = res
+
+    def remove(self, uri: str) -> Resource:
+        """Unregister a resource or template by its URI/template text (`KeyError` if absent)."""
+        if uri in self.static:
+            return self.static.pop(uri)
+        return self.templates.pop(uri)
+
+    def resolve(self, uri: str) -> tuple[Resource, dict[str, Any]]:
+        """The resource serving ``uri`` and the typed arguments for its function.
+
+        An exact static URI wins; then templates in registration order. A URI that fits a
+        template but whose variables do not convert is reported if nothing else matches.
+        """
+        res = self.static.get(uri)
+        if res is not None:
+            return res, {}
+        problem: str | None = None
+        for res in self.templates.values():
+            assert res.template is not None and res.signature is not None
+            values = res.template.match(uri)
+            if values is None:
+                continue
+            try:
+                return res, bind_variables(res, values)
+            except (msgspec.ValidationError, TypeError, ValueError) as exc:
+                problem = f"{uri!r} does not fit template {res.uri!r}: {exc}"
+        if problem:
+            raise ResourceNotFoundError(uri, f"Resource not found: {problem}")
+        raise ResourceNotFoundError(uri)
+
+    def watchable(self, uri: str) -> bool:
+        """Whether updates of ``uri`` (or of resources under it) can be reported."""
+        if uri in self.static:
+            return True
+        if any(
+            r.template is not None and r.template.match(uri) is not None
+            for r in self.templates.values()
+        ):
+            return True
+        prefix = uri.rstrip("/") + "/"
+        return any(u.startswith(prefix) for u in self.static)
+
+
+def bind_variables(res: Resource, values: dict[str, Any]) -> dict[str, Any]:
+    """Typed keyword arguments from matched template variables (raises on a bad value)."""
+    assert res.signature is not None
+    prepared: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in res.list_params and isinstance(value, str):
+            value = value.split(",") if value else []
+        prepared[key] = value
+    return res.signature.bind(prepared)
+
+
+def read_result(
+    res: Resource, contents: list[dict[str, Any]], default_ttl_ms: int, default_scope: str
+) -> dict[str, Any]:
+    """The ``ReadResourceResult`` body (before ``resultType``/serverInfo are stamped)."""
+    return {
+        "contents": contents,
+        "ttlMs": default_ttl_ms if res.ttl_ms is None else res.ttl_ms,
+        "cacheScope": default_scope if res.cache_scope is None else res.cache_scope,
+    }
+
+
+async def read(
+    res: Resource,
+    uri: str,
+    kwargs: dict[str, Any],
+    ctx: Context,
+    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+) -> list[dict[str, Any]]:
+    """Run the resource function and shape its contents.
+
+    `FileNotFoundError` becomes not-found; every other exception propagates (so the
+    framework can turn `InputRequired` into an MRTR result and failures into -32603).
+    """
+    if res.context_param:
+        kwargs[res.context_param] = ctx
+    try:
+        if res.is_async:
+            value = await res.fn(**kwargs)
+        else:
+            value = await run_sync(lambda: res.fn(**kwargs))
+        if inspect.isawaitable(value):
+            value = await value
+    except FileNotFoundError:
+        raise ResourceNotFoundError(uri) from None
+    if isinstance(value, BaseException):
+        raise value
+    return to_contents(uri, res.mime_type, value)
+
+
+def check_uri_param(params: dict[str, Any]) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise JsonRpcError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
+    return uri
