@@ -1,0 +1,372 @@
+"""The legacy (initialize) era over real stdio, validated against the 2025-11-25 schema."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ..proc import FIXTURES, ServerProcess
+
+SERVER = FIXTURES / "mrtr_server.py"
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def legacy_request(
+    p: ServerProcess, method: str, params: dict[str, Any] | None = None, *, id: Any = None
+) -> Any:
+    """Send a request without modern ``_meta``; return its id."""
+    rid = p.next_id() if id is None else id
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        msg["params"] = params
+    p.send(msg)
+    return rid
+
+
+def exchange(
+    p: ServerProcess, rid: Any, answer: Answer | None = None, timeout: float = 10.0
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Read until the response to ``rid``, answering server requests with ``answer``.
+
+    Returns (response, notifications, server requests).
+    """
+    notes: list[dict[str, Any]] = []
+    asked: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = p.read(max(0.01, deadline - time.monotonic()))
+        if "method" in msg and "id" in msg:
+            asked.append(msg)
+            assert answer is not None, f"unexpected server request {msg}"
+            reply = answer(msg)
+            p.send({"jsonrpc": "2.0", "id": msg["id"], **reply})
+        elif "method" in msg:
+            notes.append(msg)
+        elif msg.get("id") == rid:
+            return msg, notes, asked
+
+
+def call(
+    p: ServerProcess,
+    method: str,
+    params: dict[str, Any] | None = None,
+    answer: Answer | None = None,
+) -> dict[str, Any]:
+    return exchange(p, legacy_request(p, method, params), answer)[0]
+
+
+def initialize(
+    p: ServerProcess, caps: dict[str, Any] | None = None, version: str = "2025-11-25"
+) -> dict[str, Any]:
+    p.legacy = True
+    resp = call(
+        p,
+        "initialize",
+        {
+            "protocolVersion": version,
+            "capabilities": caps or {},
+            "clientInfo": {"name": "legacy-test", "version": "1"},
+        },
+    )
+    p.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return resp
+
+
+def accept_name(req: dict[str, Any]) -> dict[str, Any]:
+    assert req["method"] == "elicitation/create"
+    return {"result": {"action": "accept", "content": {"name": "Ada"}}}
+
+
+def answer_all(req: dict[str, Any]) -> dict[str, Any]:
+    method = req["method"]
+    if method == "elicitation/create":
+        return {"result": {"action": "accept", "content": {"name": "Ada"}}}
+    if method == "sampling/createMessage":
+        return {
+            "result": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+        }
+    return {"result": {"roots": [{"uri": "file:///r"}]}}
+
+
+ALL = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}}
+
+
+@pytest.fixture
+def srv(spawn: Callable[..., ServerProcess]) -> ServerProcess:
+    return spawn(SERVER)
+
+
+def test_full_legacy_session(srv: ServerProcess) -> None:
+    init = initialize(srv, {"elicitation": {}})
+    r = init["result"]
+    assert r["protocolVersion"] == "2025-11-25"
+    assert r["serverInfo"] == {"name": "mrtr-test-server", "version": "1.0.0"}
+    assert r["capabilities"]["tools"] == {"listChanged": True}
+    assert r["capabilities"]["logging"] == {}
+    assert r["instructions"] == "MRTR and legacy tests"
+    assert "resultType" not in r and "_meta" not in r
+    tools = call(srv, "tools/list")["result"]
+    assert {"greet", "multi", "all_three"} <= {t["name"] for t in tools["tools"]}
+    assert not {"resultType", "ttlMs", "cacheScope", "_meta"} & set(tools)
+    resp, _, asked = exchange(
+        srv, legacy_request(srv, "tools/call", {"name": "greet"}), accept_name
+    )
+    assert [a["method"] for a in asked] == ["elicitation/create"]
+    assert asked[0]["params"]["message"] == "What is your name?"
+    assert resp["result"] == {"content": [{"type": "text", "text": "Hello, Ada!"}]}
+
+
+@pytest.mark.parametrize(
+    ("requested", "negotiated"),
+    [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ],
+)
+def test_version_negotiation(
+    spawn: Callable[..., ServerProcess], requested: str, negotiated: str
+) -> None:
+    p = spawn(SERVER)
+    assert initialize(p, {}, requested)["result"]["protocolVersion"] == negotiated
+
+
+def test_bad_initialize_and_reinitialize(srv: ServerProcess) -> None:
+    srv.legacy = True
+    assert call(srv, "initialize", {"capabilities": {}})["error"]["code"] == -32602
+    assert (
+        call(srv, "initialize", {"protocolVersion": "2025-11-25", "capabilities": []})["error"][
+            "code"
+        ]
+        == -32602
+    )
+    initialize(srv)
+    again = call(
+        srv,
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"},
+        },
+    )
+    assert again["error"]["code"] == -32600
+
+
+def test_before_initialize_a_request_without_meta_is_32602(srv: ServerProcess) -> None:
+    err = call(srv, "tools/list")["error"]
+    assert err["code"] == -32602 and "2026-07-28" in err["message"]
+    assert err["data"]["supported"] == ["2026-07-28"]
+    assert call(srv, "ping")["error"]["code"] == -32602
+
+
+def test_ping_set_level_and_logging(srv: ServerProcess) -> None:
+    initialize(srv)
+    assert call(srv, "ping")["result"] == {}
+    assert call(srv, "ping", {})["result"] == {}
+    _, notes, _ = exchange(srv, legacy_request(srv, "tools/call", {"name": "log_three"}))
+    assert [n for n in notes if n["method"] == "notifications/message"] == []
+    assert call(srv, "logging/setLevel", {"level": "info"})["result"] == {}
+    _, notes, _ = exchange(srv, legacy_request(srv, "tools/call", {"name": "log_three"}))
+    logs = [n["params"] for n in notes if n["method"] == "notifications/message"]
+    assert [(m["level"], m["data"]) for m in logs] == [
+        ("info", "one"),
+        ("info", "two"),
+        ("info", "three"),
+    ]
+    assert call(srv, "logging/setLevel", {"level": "debug"})["result"] == {}
+    _, notes, _ = exchange(srv, legacy_request(srv, "tools/call", {"name": "log_three"}))
+    assert len([n for n in notes if n["method"] == "notifications/message"]) == 4
+    assert call(srv, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
+
+
+def test_legacy_only_methods_and_modern_only_methods(srv: ServerProcess) -> None:
+    initialize(srv)
+    # this fixture has no resources: subscribe is not offered
+    assert call(srv, "resources/subscribe", {"uri": "x://y"})["error"]["code"] == -32601
+    assert call(srv, "server/discover")["error"]["code"] == -32601
+    assert call(srv, "subscriptions/listen", {"notifications": {}})["error"]["code"] == -32601
+    assert call(srv, "no/such")["error"]["code"] == -32601
+
+
+def test_list_changed_without_listen(srv: ServerProcess) -> None:
+    initialize(srv)
+    resp, notes, _ = exchange(srv, legacy_request(srv, "tools/call", {"name": "toggle_tool"}))
+    assert resp["result"]["content"][0]["text"] == "added"
+    assert [n["method"] for n in notes] == ["notifications/tools/list_changed"]
+
+
+def test_progress_in_legacy(srv: ServerProcess) -> None:
+    initialize(srv)
+    resp, notes, _ = exchange(
+        srv,
+        legacy_request(
+            srv, "tools/call", {"name": "progress_tool", "_meta": {"progressToken": "t1"}}
+        ),
+    )
+    assert [n["params"]["progress"] for n in notes] == [1, 2]
+    assert all(n["params"]["progressToken"] == "t1" for n in notes)
+
+
+def test_sampling_roots_and_elicitation_as_real_requests(srv: ServerProcess) -> None:
+    initialize(srv, ALL)
+    resp, _, asked = exchange(
+        srv, legacy_request(srv, "tools/call", {"name": "all_three"}), answer_all
+    )
+    assert sorted(a["method"] for a in asked) == [
+        "elicitation/create",
+        "roots/list",
+        "sampling/createMessage",
+    ]
+    assert len({a["id"] for a in asked}) == 3
+    assert resp["result"]["content"][0]["text"] == "Ada|hi|1|{'kind': 'all'}"
+
+
+def test_multi_round_in_legacy(srv: ServerProcess) -> None:
+    initialize(srv, ALL)
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        props = req["params"]["requestedSchema"]["properties"]
+        return {
+            "result": {
+                "action": "accept",
+                "content": {"name": "Ada"} if "name" in props else {"color": "red"},
+            }
+        }
+
+    resp, _, asked = exchange(srv, legacy_request(srv, "tools/call", {"name": "multi"}), answer)
+    assert [a["params"]["message"] for a in asked] == ["Step 1: name?", "Step 2: color?"]
+    assert resp["result"]["content"][0]["text"] == "Ada likes red (colors)"
+    resp, _, asked = exchange(srv, legacy_request(srv, "tools/call", {"name": "ask_state_only"}))
+    assert asked == [] and resp["result"]["content"][0]["text"] == "state again"
+
+
+def test_capabilities_gate_legacy_requests(spawn: Callable[..., ServerProcess]) -> None:
+    p = spawn(SERVER)
+    initialize(p, {})
+    err = call(p, "tools/call", {"name": "greet"})["error"]
+    assert err["code"] == -32021 and err["data"]["requiredCapabilities"] == {"elicitation": {}}
+    assert call(p, "tools/call", {"name": "maybe_sample"})["result"]["content"][0][
+        "text"
+    ].startswith("no sampling")
+    old = spawn(SERVER)
+    initialize(old, {"elicitation": {}}, "2025-03-26")  # elicitation did not exist yet
+    assert call(old, "tools/call", {"name": "greet"})["error"]["code"] == -32021
+    mid = spawn(SERVER)
+    initialize(mid, {"elicitation": {"url": {}}}, "2025-06-18")  # no URL mode before 2025-11-25
+    assert call(mid, "tools/call", {"name": "url_login"})["error"]["code"] == -32021
+
+
+def test_2025_06_18_elicitation_has_no_mode(spawn: Callable[..., ServerProcess]) -> None:
+    p = spawn(SERVER)
+    initialize(p, {"elicitation": {}}, "2025-06-18")
+    resp, _, asked = exchange(p, legacy_request(p, "tools/call", {"name": "greet"}), accept_name)
+    assert "mode" not in asked[0]["params"]
+    assert resp["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
+def test_client_error_or_bad_answer_is_a_tool_error(srv: ServerProcess) -> None:
+    initialize(srv, ALL)
+    resp = call(
+        srv,
+        "tools/call",
+        {"name": "greet"},
+        lambda r: {"error": {"code": -1, "message": "User rejected"}},
+    )
+    assert resp["result"]["isError"] is True
+    assert "User rejected" in resp["result"]["content"][0]["text"]
+    resp = call(srv, "tools/call", {"name": "greet"}, lambda r: {"result": {"action": "maybe"}})
+    assert resp["result"]["isError"] is True and "malformed" in resp["result"]["content"][0]["text"]
+    # the prompts/get handler is not a tool: a failed input is a JSON-RPC error
+    resp = call(
+        srv, "prompts/get", {"name": "p"}, lambda r: {"error": {"code": -1, "message": "no"}}
+    )
+    assert resp["error"]["code"] == -32603
+
+
+def test_cancelling_the_request_cancels_our_request(srv: ServerProcess) -> None:
+    initialize(srv, ALL)
+    rid = legacy_request(srv, "tools/call", {"name": "slow_elicit"})
+    ask = srv.read()
+    assert ask["method"] == "elicitation/create"
+    srv.send(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": rid, "reason": "user"},
+        }
+    )
+    note = srv.read()
+    assert note["method"] == "notifications/cancelled" and note["params"]["requestId"] == ask["id"]
+    # a late answer is ignored, and nothing is ever sent for the cancelled request
+    srv.send(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"a": "x"}}}
+    )
+    assert call(srv, "ping")["result"] == {}
+
+
+def test_unanswered_request_times_out(spawn: Callable[..., ServerProcess]) -> None:
+    p = spawn(SERVER, env={"LEGACY_TIMEOUT": "0.5"})
+    initialize(p, ALL)
+    rid = legacy_request(p, "tools/call", {"name": "slow_elicit"})
+    ask = p.read()
+    assert ask["method"] == "elicitation/create"
+    resp, notes, _ = exchange(p, rid)
+    assert (
+        notes[0]["method"] == "notifications/cancelled"
+        and notes[0]["params"]["requestId"] == ask["id"]
+    )
+    assert (
+        resp["result"]["isError"] is True
+        and "did not answer" in resp["result"]["content"][0]["text"]
+    )
+
+
+def test_closing_stdin_while_waiting_for_the_client(spawn: Callable[..., ServerProcess]) -> None:
+    p = spawn(SERVER)
+    initialize(p, ALL)
+    legacy_request(p, "tools/call", {"name": "slow_elicit"})
+    assert p.read()["method"] == "elicitation/create"
+    start = time.monotonic()
+    p.close_stdin()
+    assert p.wait(10) == 0
+    assert time.monotonic() - start < 8
+    p.drain(2)
+
+
+def test_both_eras_on_one_process(srv: ServerProcess) -> None:
+    initialize(srv, {"elicitation": {}})
+    # modern: stateless, with resultType and serverInfo, MRTR as InputRequiredResult
+    modern = srv.request("tools/call", {"name": "greet"}, caps={"elicitation": {}})
+    assert modern["result"]["resultType"] == "input_required"
+    assert "io.modelcontextprotocol/serverInfo" in modern["result"]["_meta"]
+    disc = srv.request("server/discover")
+    assert disc["result"]["supportedVersions"] == ["2026-07-28"]
+    # a modern request with no capabilities is not helped by the legacy session's ones
+    assert srv.request("tools/call", {"name": "greet"}, caps={})["error"]["code"] == -32021
+    # modern removed methods stay -32601 even after initialize
+    assert srv.request("ping")["error"]["code"] == -32601
+    # legacy: a real server-to-client request
+    resp, _, asked = exchange(
+        srv, legacy_request(srv, "tools/call", {"name": "greet"}), accept_name
+    )
+    assert len(asked) == 1 and resp["result"] == {
+        "content": [{"type": "text", "text": "Hello, Ada!"}]
+    }
+    # modern retry completes
+    done = srv.request(
+        "tools/call",
+        {
+            "name": "greet",
+            "inputResponses": {"who": {"action": "accept", "content": {"name": "Bo"}}},
+        },
+        caps={"elicitation": {}},
+    )
+    assert done["result"]["content"][0]["text"] == "Hello, Bo!"
+    assert done["result"]["resultType"] == "complete"
