@@ -278,9 +278,18 @@ class ProcessChannel:
     def _stdout_closed(self) -> None:
         if self._settle is not None:
             self._settle.cancel()
-        self.session.eof(
-            self._describe_exit() if not self.closing else f"{self.label} was shut down"
-        )
+        if not self.exited.done() and not self.closing:
+            # Usually the exit status follows at once: wait briefly so the error can say it.
+            self.loop.create_task(self._eof_after_exit())
+            return
+        self.session.eof(self._eof_reason())
+
+    async def _eof_after_exit(self) -> None:
+        await self._wait_exit(0.5)
+        self.session.eof(self._eof_reason())
+
+    def _eof_reason(self) -> str:
+        return self._describe_exit() if not self.closing else f"{self.label} was shut down"
 
     def _process_exited(self) -> None:
         if not self.exited.done():
