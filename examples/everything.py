@@ -15,12 +15,17 @@ from typing import Annotated, Any
 
 from mcpline import (
     Context,
+    InputRequest,
+    InputRequired,
     Server,
     ToolError,
     ToolResult,
     audio,
+    elicit,
     embedded_text,
     image,
+    list_roots,
+    sample,
     text,
     user,
 )
@@ -132,7 +137,132 @@ def test_reconnection() -> str:
     )
 
 
-# --- legacy server-to-client tools (test_sampling, test_elicitation, ...) go here -----------
+# --- input tools (fixture §11): written once with ctx.ask; a legacy (initialize) session gets
+# real sampling/createMessage and elicitation/create requests, a modern one an
+# InputRequiredResult -------------------------------------------------------------------------
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _outcome(prefix: str, answer: dict[str, Any]) -> str:
+    content = _compact(answer.get("content") or {})
+    return f"{prefix}: action={answer['action']}, content={content}"
+
+
+def _sampled_text(answer: dict[str, Any]) -> str:
+    """The text of a CreateMessageResult (its content is one block or a list of them)."""
+    content = answer.get("content")
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            return block["text"]
+    return "No response"
+
+
+@server.tool(description="Tests server-initiated sampling (LLM completion request)")
+def test_sampling(ctx: Context, prompt: Annotated[str, "The prompt to send to the LLM"]) -> str:
+    answer = ctx.ask("llm", sample(prompt, 100))
+    return f"LLM response: {_sampled_text(answer)}"
+
+
+@server.tool(description="Tests server-initiated elicitation (user input request)")
+def test_elicitation(
+    ctx: Context, message: Annotated[str, "The message to show the user"]
+) -> str:
+    schema = {
+        "type": "object",
+        "properties": {"response": {"type": "string", "description": "User's response"}},
+        "required": ["response"],
+    }
+    answer = ctx.ask("response", elicit(message, schema))
+    return _outcome("User response", answer)
+
+
+SEP1034_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "User name", "default": "John Doe"},
+        "age": {"type": "integer", "description": "User age", "default": 30},
+        "score": {"type": "number", "description": "User score", "default": 95.5},
+        "status": {
+            "type": "string",
+            "description": "User status",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "description": "Verification status", "default": True},
+    },
+    "required": [],
+}
+
+
+@server.tool(
+    description="Tests elicitation with default values per SEP-1034", input_schema=NO_ARGS
+)
+def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    request = elicit("Please review and update the form fields with defaults", SEP1034_SCHEMA)
+    answer = ctx.ask("form", request)
+    return _outcome("Elicitation completed", answer)
+
+
+def _titled(values: list[str], titles: list[str]) -> list[dict[str, str]]:
+    return [{"const": v, "title": t} for v, t in zip(values, titles, strict=True)]
+
+
+SEP1330_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {
+            "type": "string",
+            "description": "Select one option",
+            "enum": ["option1", "option2", "option3"],
+        },
+        "titledSingle": {
+            "type": "string",
+            "description": "Select one option with titles",
+            "oneOf": _titled(
+                ["value1", "value2", "value3"], ["First Option", "Second Option", "Third Option"]
+            ),
+        },
+        "legacyEnum": {
+            "type": "string",
+            "description": "Select one option (legacy)",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "description": "Select multiple options",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "description": "Select multiple options with titles",
+            "minItems": 1,
+            "maxItems": 3,
+            "items": {
+                "anyOf": _titled(
+                    ["value1", "value2", "value3"],
+                    ["First Choice", "Second Choice", "Third Choice"],
+                )
+            },
+        },
+    },
+    "required": [],
+}
+
+
+@server.tool(
+    description="Tests elicitation with enum schema improvements per SEP-1330", input_schema=NO_ARGS
+)
+def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    request = elicit("Please select options from the enum fields", SEP1330_SCHEMA)
+    answer = ctx.ask("enums", request)
+    return _outcome("Elicitation completed", answer)
+
 
 
 JSON_SCHEMA_2020_12: dict[str, Any] = {
@@ -174,7 +304,122 @@ def test_missing_capability(ctx: Context) -> str:
     return "Success"
 
 
-# --- MRTR tools (test_input_required_result_*) go here ----------------------------------------
+# --- MRTR tools (fixture §8): requestState is sealed by the framework (HMAC, bound to the
+# tool and its arguments, expiring); a tampered state never reaches these functions ---------
+
+
+def _ask_name(message: str = "What is your name?") -> InputRequest:
+    return elicit(message, {"name": str})
+
+
+def _confirm() -> InputRequest:
+    return elicit("Please confirm", {"ok": bool})
+
+
+def _declined(answer: dict[str, Any]) -> str | None:
+    if answer["action"] != "accept":
+        return f"The user chose to {answer['action']}."
+    return None
+
+
+@server.tool(
+    description="MRTR: returns InputRequiredResult with elicitation request", input_schema=NO_ARGS
+)
+def test_input_required_result_elicitation(ctx: Context) -> str:
+    answer = ctx.ask("user_name", _ask_name())  # no requestState: none is needed
+    return _declined(answer) or f"Hello, {answer['content']['name']}!"
+
+
+@server.tool(
+    description="MRTR: returns InputRequiredResult with sampling request", input_schema=NO_ARGS
+)
+def test_input_required_result_sampling(ctx: Context) -> str:
+    answer = ctx.ask("sample_request", sample("What is the capital of France?", 100))
+    return f"Sampling result: {_sampled_text(answer)}"
+
+
+@server.tool(
+    description="MRTR: returns InputRequiredResult with roots/list request", input_schema=NO_ARGS
+)
+def test_input_required_result_list_roots(ctx: Context) -> str:
+    answer = ctx.ask("roots_request", list_roots())
+    return f"Found {len(answer['roots'])} root(s)"
+
+
+@server.tool(
+    description="MRTR: returns InputRequiredResult with requestState", input_schema=NO_ARGS
+)
+def test_input_required_result_request_state(ctx: Context) -> str:
+    state = {"kind": "request-state"}
+    if ctx.state != state:
+        raise InputRequired({"confirm": _confirm()}, state)
+    answer = ctx.ask("confirm", _confirm())
+    if answer["action"] == "accept" and answer["content"].get("ok") is True:
+        return "state-ok: requestState validated"
+    raise InputRequired({"confirm": _confirm()}, state)
+
+
+@server.tool(
+    description="MRTR: returns InputRequiredResult with multiple input requests",
+    input_schema=NO_ARGS,
+)
+def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    requests = {
+        "user_name": _ask_name(),
+        "greeting": sample("Generate a greeting", 50),
+        "client_roots": list_roots(),
+    }
+    state = {"kind": "multiple-inputs"}
+    if ctx.state != state:
+        raise InputRequired(requests, state)
+    got = ctx.ask_all(requests)
+    name = got["user_name"].get("content", {}).get("name", "unknown")
+    greeting = _sampled_text(got["greeting"])
+    return f"Name: {name}; Greeting: {greeting}; Roots: {len(got['client_roots']['roots'])}"
+
+
+STEP1 = "Step 1: What is your name?"
+STEP2 = "Step 2: What is your favorite color?"
+
+
+@server.tool(description="MRTR: multi-round InputRequiredResult workflow", input_schema=NO_ARGS)
+def test_input_required_result_multi_round(ctx: Context) -> str:
+    state = ctx.state if isinstance(ctx.state, dict) else {}
+    if state.get("round") == 1 and "step1" in ctx.input_responses:
+        answer = ctx.ask("step1", _ask_name(STEP1))
+        name = answer.get("content", {}).get("name", "unknown")
+        raise InputRequired({"step2": elicit(STEP2, {"color": str})}, {"round": 2, "name": name})
+    if state.get("round") == 2 and "step2" in ctx.input_responses:
+        color = ctx.ask("step2", elicit(STEP2, {"color": str})).get("content", {}).get("color")
+        return f"Multi-round complete for {state['name']} who likes {color}"
+    raise InputRequired({"step1": _ask_name(STEP1)}, {"round": 1})
+
+
+@server.tool(description="MRTR: HMAC-signed requestState integrity test", input_schema=NO_ARGS)
+def test_input_required_result_tampered_state(ctx: Context) -> str:
+    # A modified requestState is answered with -32602 by the framework before this runs.
+    state = {"kind": "tamper-test"}
+    if ctx.state == state and "confirm" in ctx.input_responses:
+        ctx.ask("confirm", _confirm())
+        return "integrity-ok: state verified"
+    raise InputRequired({"confirm": _confirm()}, state)
+
+
+@server.tool(
+    description="MRTR: respects client capabilities in inputRequests", input_schema=NO_ARGS
+)
+def test_input_required_result_capabilities(ctx: Context) -> str:
+    if ctx.input_responses:
+        return f"capabilities-ok: received {','.join(ctx.input_responses)}"
+    wanted = {
+        "elicit_input": elicit("Elicitation input", {"value": str}),
+        "sample_input": sample("Sample request", 50),
+    }
+    if not any(ctx.can_ask(r) for r in wanted.values()):
+        return "No supported capabilities declared"
+    # Undeclared requests are left out rather than refused with -32021.
+    raise InputRequired(wanted, {"kind": "capabilities-test"}, drop_undeclared=True)
+
 
 
 @server.tool(
@@ -333,7 +578,16 @@ def test_prompt_with_image() -> list[dict[str, Any]]:
     return [user(image(PNG_1x1, "image/png")), user("Please analyze the image above.")]
 
 
-# --- MRTR prompt (test_input_required_result_prompt) goes here ----------------------------------
+# --- MRTR prompt (fixture §8.9) ------------------------------------------------------------------
+
+
+@server.prompt(description="MRTR: prompt that requires elicitation input")
+def test_input_required_result_prompt(ctx: Context) -> Any:
+    request = elicit("What context should the prompt use?", {"context": str})
+    answer = ctx.ask("user_context", request)
+    context = answer.get("content", {}).get("context", "none")
+    return user(f"Prompt with context: {context}")
+
 
 
 # --- completion (fixture §7; the fixture answers nothing, we suggest) ---------------------------
@@ -348,6 +602,24 @@ SUGGESTIONS = {
 @server.completion()
 def complete(argument: str, value: str) -> list[str]:
     return [s for s in SUGGESTIONS.get(argument, []) if s.startswith(value)]
+
+
+# --- legacy (initialize) sessions: the fixture's legacy identity and info logs (§2, §11) ---------
+
+server.legacy.server_info = {"name": "mcp-conformance-test-server", "version": "1.0.0"}
+
+
+def _on_set_level(ctx: Context, level: str) -> None:
+    ctx.log("info", f"Log level set to: {level}", logger=LOGGER)
+
+
+def _on_subscribe(ctx: Context, uri: str, subscribed: bool) -> None:
+    what = "Subscribed to" if subscribed else "Unsubscribed from"
+    ctx.log("info", f"{what} resource: {uri}", logger=LOGGER)
+
+
+server.legacy.on_set_level = _on_set_level
+server.legacy.on_subscribe = _on_subscribe
 
 
 if __name__ == "__main__":
