@@ -370,16 +370,21 @@ def test_missing_capability_tool(ev: ServerProcess) -> None:
 
 def test_listing_of_the_mrtr_surface(ev: ServerProcess) -> None:
     tools = {t["name"]: t for t in ev.request("tools/list")["result"]["tools"]}
+    irr_ = "MRTR: returns InputRequiredResult with"
     expected = {
         "test_missing_capability": "Test tool requiring sampling",
-        "test_input_required_result_elicitation": "MRTR: returns InputRequiredResult with elicitation request",
-        "test_input_required_result_sampling": "MRTR: returns InputRequiredResult with sampling request",
-        "test_input_required_result_list_roots": "MRTR: returns InputRequiredResult with roots/list request",
-        "test_input_required_result_request_state": "MRTR: returns InputRequiredResult with requestState",
-        "test_input_required_result_multiple_inputs": "MRTR: returns InputRequiredResult with multiple input requests",
+        "test_input_required_result_elicitation": f"{irr_} elicitation request",
+        "test_input_required_result_sampling": f"{irr_} sampling request",
+        "test_input_required_result_list_roots": f"{irr_} roots/list request",
+        "test_input_required_result_request_state": f"{irr_} requestState",
+        "test_input_required_result_multiple_inputs": f"{irr_} multiple input requests",
         "test_input_required_result_multi_round": "MRTR: multi-round InputRequiredResult workflow",
-        "test_input_required_result_tampered_state": "MRTR: HMAC-signed requestState integrity test",
-        "test_input_required_result_capabilities": "MRTR: respects client capabilities in inputRequests",
+        "test_input_required_result_tampered_state": (
+            "MRTR: HMAC-signed requestState integrity test"
+        ),
+        "test_input_required_result_capabilities": (
+            "MRTR: respects client capabilities in inputRequests"
+        ),
     }
     for name, description in expected.items():
         assert tools[name]["description"] == description
