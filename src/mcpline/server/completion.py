@@ -193,6 +193,19 @@ def enum_values(schema: dict[str, Any]) -> list[str] | None:
     ]
 
 
+def choices_for(schema: dict[str, Any] | None, name: str) -> list[str] | None:
+    """The closed set of values of argument ``name`` in a signature's JSON Schema."""
+    if not schema:
+        return None
+    prop = schema.get("properties", {}).get(name)
+    if not isinstance(prop, dict):
+        return None
+    ref = prop.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        prop = schema.get("$defs", {}).get(ref[len("#/$defs/") :], {})
+    return enum_values(prop)
+
+
 def shape(value: Any) -> dict[str, Any]:
     """A completer's answer as the ``completion`` object (at most `MAX_VALUES` values)."""
     if isinstance(value, Completion):

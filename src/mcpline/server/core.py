@@ -413,11 +413,13 @@ class Server:
     def _auto_completions(self) -> bool:
         """Whether some prompt argument or template variable completes itself (an enum)."""
         for prompt in self._prompts.values():
-            if any(_completion.enum_values(prompt.argument_schema(a)) for a in prompt.arguments):
+            schema = prompt.signature.schema
+            if any(_completion.choices_for(schema, a) for a in prompt.arguments):
                 return True
         for res in self._resources.templates.values():
-            props = res.signature.schema.get("properties", {}) if res.signature else {}
-            if any(_completion.enum_values(p) for p in props.values()):
+            schema = res.signature.schema if res.signature else None
+            names = res.template.variables if res.template else ()
+            if any(_completion.choices_for(schema, v) for v in names):
                 return True
         return False
 
@@ -622,12 +624,11 @@ class Server:
             found = await _completion.run(completer, query, ctx, self.run_sync)
             return {"completion": found}
         if query.kind == "ref/prompt":
-            schema = self._prompts[query.target].argument_schema(query.argument)
+            schema: dict[str, Any] | None = self._prompts[query.target].signature.schema
         else:
-            res = self._resources.templates[query.target]
-            props = res.signature.schema.get("properties", {}) if res.signature else {}
-            schema = props.get(query.argument, {})
-        choices = _completion.enum_values(schema) or []
+            sig = self._resources.templates[query.target].signature
+            schema = sig.schema if sig else None
+        choices = _completion.choices_for(schema, query.argument) or []
         return {"completion": _completion.shape(_completion.prefix_filter(choices, query.value))}
 
     # --- running -----------------------------------------------------------------------------

@@ -56,10 +56,6 @@ class Prompt:
     arguments: tuple[str, ...]
     required: frozenset[str]
 
-    def argument_schema(self, name: str) -> dict[str, Any]:
-        """The JSON Schema of one argument's converted value (e.g. its ``enum``)."""
-        return dict(self.signature.schema.get("properties", {}).get(name, {}))
-
 
 def make_prompt(
     fn: Callable[..., Any],
