@@ -246,6 +246,7 @@ class Client:
     async def _backoff(self) -> None:
         self._failures += 1
         if self._failures > self.max_restarts:
+            self._failures = 0  # the next request starts a fresh series of attempts
             raise ConnectionLost(
                 f"gave up after {self.max_restarts} restarts; last failure: {self._last_loss}",
                 retriable=False,
