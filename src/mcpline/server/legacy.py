@@ -364,15 +364,10 @@ class LegacyEra:
     @staticmethod
     def _legacy_error(method: str, params: dict[str, Any], exc: JsonRpcError) -> JsonRpcError:
         """-32002 for a missing resource, as the legacy revisions specify."""
-        data = exc.data
-        if (
-            method == "resources/read"
-            and exc.code == INVALID_PARAMS
-            and isinstance(data, dict)
-            and "uri" in data
-            and data["uri"] == params.get("uri")
-        ):
-            return JsonRpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": data["uri"]})
+        from .resources import ResourceNotFoundError
+
+        if method == "resources/read" and isinstance(exc, ResourceNotFoundError):
+            return JsonRpcError(RESOURCE_NOT_FOUND, exc.message, exc.data)
         return exc
 
     async def _run_mrtr(
