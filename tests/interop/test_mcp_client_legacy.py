@@ -1,0 +1,146 @@
+"""The official `mcp` 2.3.0 client, in its legacy (initialize) mode, against our everything server.
+
+Its sampling/elicitation/roots callbacks answer the real server-to-client requests that our
+framework makes from MRTR handlers written once.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+import mcp_types as types  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+from ..proc import EXAMPLES  # noqa: E402
+
+
+class Recorder:
+    def __init__(self, elicit_action: str = "accept") -> None:
+        self.asked: list[str] = []
+        self.logs: list[Any] = []
+        self.elicit_action = elicit_action
+
+    async def elicit(self, ctx: Any, params: Any) -> types.ElicitResult:
+        self.asked.append(f"elicit:{params.message}")
+        if self.elicit_action != "accept":
+            return types.ElicitResult(action=self.elicit_action)
+        return types.ElicitResult(
+            action="accept", content={"name": "Ada", "color": "green", "context": "c"}
+        )
+
+    async def sample(self, ctx: Any, params: Any) -> types.CreateMessageResult:
+        self.asked.append("sample")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m"
+        )
+
+    async def roots(self, ctx: Any) -> types.ListRootsResult:
+        self.asked.append("roots")
+        return types.ListRootsResult(
+            roots=[types.Root(uri="file:///tmp/a"), types.Root(uri="file:///tmp/b")]
+        )
+
+    async def log(self, params: Any) -> None:
+        self.logs.append(params.data)
+
+
+def run(body: Any, recorder: Recorder) -> None:
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=sys.executable, args=[str(EXAMPLES / "everything.py")]
+        )
+        with anyio.fail_after(30):
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(
+                    read,
+                    write,
+                    elicitation_callback=recorder.elicit,
+                    sampling_callback=recorder.sample,
+                    list_roots_callback=recorder.roots,
+                    logging_callback=recorder.log,
+                ) as session,
+            ):
+                init = await session.initialize()
+                assert init.protocol_version == "2025-11-25"
+                assert init.server_info.name == "mcp-conformance-test-server"
+                await body(session)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anyio.run(main)
+
+
+def first_text(result: Any) -> str:
+    assert not result.is_error, result
+    return result.content[0].text
+
+
+def test_tools_sampling_and_multi_round_elicitation() -> None:
+    rec = Recorder()
+
+    async def body(s: ClientSession) -> None:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert "test_sampling" in names and "test_input_required_result_multi_round" in names
+        assert (
+            first_text(await s.call_tool("test_simple_text", {}))
+            == "This is a simple text response for testing."
+        )
+        assert (
+            first_text(await s.call_tool("test_sampling", {"prompt": "hi"}))
+            == "LLM response: Paris"
+        )
+        result = await s.call_tool("test_input_required_result_multi_round", {})
+        assert first_text(result) == "Multi-round complete for Ada who likes green"
+        result = await s.call_tool("test_input_required_result_multiple_inputs", {})
+        assert first_text(result) == "Name: Ada; Greeting: Paris; Roots: 2"
+
+    run(body, rec)
+    assert rec.asked[:1] == ["sample"]
+    assert "elicit:Step 1: What is your name?" in rec.asked
+    assert "elicit:Step 2: What is your favorite color?" in rec.asked
+    assert "roots" in rec.asked
+
+
+def test_declined_elicitation() -> None:
+    rec = Recorder(elicit_action="decline")
+
+    async def body(s: ClientSession) -> None:
+        result = await s.call_tool("test_input_required_result_elicitation", {})
+        assert first_text(result) == "The user chose to decline."
+
+    run(body, rec)
+
+
+def test_ping_logging_resources_and_prompts() -> None:
+    rec = Recorder()
+
+    async def body(s: ClientSession) -> None:
+        await s.send_ping()
+        await s.set_logging_level("debug")
+        assert first_text(await s.call_tool("test_tool_with_logging", {}))
+        await s.subscribe_resource("test://watched-resource")
+        await s.unsubscribe_resource("test://watched-resource")
+        read = await s.read_resource("test://static-text")
+        assert read.contents[0].text == "This is the content of the static text resource."
+        with pytest.raises(MCPError) as err:
+            await s.read_resource("test://nonexistent-resource-for-conformance-testing")
+        assert err.value.code == -32002
+        prompt = await s.get_prompt("test_input_required_result_prompt")
+        assert prompt.messages[0].content.text == "Prompt with context: c"
+
+    run(body, rec)
+    assert rec.logs[:1] == ["Log level set to: debug"]
+    assert {"Tool execution started", "Tool processing data", "Tool execution completed"} <= set(
+        rec.logs
+    )
+    assert "Subscribed to resource: test://watched-resource" in rec.logs
