@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .. import wirecheck
 from ..proc import FIXTURES, ServerProcess
 
 SERVER = FIXTURES / "mrtr_server.py"
@@ -370,3 +378,86 @@ def test_both_eras_on_one_process(srv: ServerProcess) -> None:
     )
     assert done["result"]["content"][0]["text"] == "Hello, Bo!"
     assert done["result"]["resultType"] == "complete"
+
+
+def test_legacy_session_is_per_connection() -> None:
+    """Over TCP, one connection's initialize does not make another connection legacy."""
+    mcpline = str(Path(sys.executable).with_name("mcpline"))
+    proc = subprocess.Popen(
+        [mcpline, "run", str(SERVER), "--listen", "tcp:127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = b""
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and b"listening on" not in line:
+            line = proc.stderr.readline()
+            if not line:
+                break
+        address = line.decode().split("listening on", 1)[1].strip()
+        host, port = address.removeprefix("tcp:").rsplit(":", 1)
+
+        def connect() -> tuple[socket.socket, Any]:
+            s = socket.create_connection((host, int(port)), timeout=10)
+            return s, s.makefile("rwb")
+
+        def rpc(f: Any, msg: dict[str, Any], version: str) -> dict[str, Any]:
+            f.write(json.dumps(msg).encode() + b"\n")
+            f.flush()
+            reply = json.loads(f.readline())
+            assert wirecheck.check_message(reply, method=msg["method"], version=version) == []
+            return reply
+
+        a, fa = connect()
+        b, fb = connect()
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "a", "version": "1"},
+        }
+        r = rpc(
+            fa,
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            wirecheck.LEGACY,
+        )
+        assert r["result"]["protocolVersion"] == "2025-11-25"
+        fa.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        assert (
+            rpc(fa, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, wirecheck.LEGACY)["result"] == {}
+        )
+        # the other connection never initialized: legacy traffic is a malformed modern request
+        err = rpc(fb, {"jsonrpc": "2.0", "id": 1, "method": "ping"}, wirecheck.MODERN)["error"]
+        assert err["code"] == -32602
+        err = rpc(fb, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, wirecheck.MODERN)[
+            "error"
+        ]
+        assert err["code"] == -32602
+        for s, f in ((a, fa), (b, fb)):
+            f.close()
+            s.close()
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+
+
+def test_legacy_version_in_meta_is_32022_within_discover(srv: ServerProcess) -> None:
+    """Legacy revisions are reached through initialize only: not in supportedVersions, and
+    -32022 ``data.supported`` is a subset of them (the conformance check)."""
+    supported = srv.request("server/discover")["result"]["supportedVersions"]
+    assert supported == ["2026-07-28"]
+    msg = srv.request_msg("tools/list", caps={})
+    msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2025-11-25"
+    srv.send(msg)
+    err = srv.read_until(msg["id"])[0]["error"]
+    assert err["code"] == -32022
+    assert err["data"]["requested"] == "2025-11-25"
+    assert err["data"]["supported"] and set(err["data"]["supported"]) <= set(supported)

@@ -338,3 +338,61 @@ def test_only_three_methods_may_ask(srv: ServerProcess) -> None:
     assert "cannot ask the client for input" in err["message"]
     listed = result(srv.request("tools/list", {}))
     assert listed["resultType"] == "complete"
+
+
+# --- the capability rules themselves (sans-I/O) -------------------------------------------
+
+
+def test_capability_rules_for_each_kind_of_request() -> None:
+    from mcpline import elicit, elicit_url, list_roots, sample
+    from mcpline.server.mrtr import can_ask, missing_capabilities
+
+    form, url = elicit("m", {"x": str}), elicit_url("m", "https://example.com/x")
+    plain = sample("hi", 5)
+    with_tools = sample("hi", 5, tools=[{"name": "t", "inputSchema": {"type": "object"}}])
+    with_context = sample("hi", 5, include_context="thisServer")
+    none_context = sample("hi", 5, include_context="none")
+    roots = list_roots()
+    cases = [
+        ({}, form, False),
+        ({"elicitation": {}}, form, True),
+        ({"elicitation": {"form": {}}}, form, True),
+        ({"elicitation": {"url": {}}}, form, False),
+        ({"elicitation": {"form": {}, "url": {}}}, url, True),
+        ({"elicitation": {}}, url, False),
+        ({"elicitation": True}, form, False),
+        ({"sampling": {}}, plain, True),
+        ({"sampling": {}}, with_tools, False),
+        ({"sampling": {"tools": {}}}, with_tools, True),
+        ({"sampling": {}}, with_context, False),
+        ({"sampling": {"context": {}}}, with_context, True),
+        ({"sampling": {}}, none_context, True),
+        ({"roots": {}}, roots, True),
+        ({"roots": {"listChanged": True}}, roots, True),
+        ({"sampling": {}}, roots, False),
+    ]
+    for caps, request, expected in cases:
+        assert can_ask(caps, request) is expected, (caps, request)
+    assert missing_capabilities({"sampling": {}}, [with_tools, with_context, roots]) == {
+        "sampling": {"tools": {}, "context": {}},
+        "roots": {},
+    }
+    # legacy revisions: no elicitation before 2025-06-18, no URL mode before 2025-11-25
+    assert not can_ask({"elicitation": {}}, form, "2025-03-26")
+    assert can_ask({"elicitation": {}}, form, "2025-06-18")
+    assert not can_ask({"elicitation": {"url": {}}}, url, "2025-06-18")
+    assert can_ask({"elicitation": {"url": {}}}, url, "2025-11-25")
+
+
+def test_input_required_refuses_nonsense() -> None:
+    from mcpline import InputRequired, elicit
+    from mcpline.server.mrtr import InputRequest
+
+    with pytest.raises(ValueError):
+        InputRequired()
+    with pytest.raises(TypeError):
+        InputRequired({"k": {"method": "elicitation/create"}})  # type: ignore[dict-item]
+    with pytest.raises(ValueError):
+        InputRequired({"": elicit("m", {"x": str})})
+    with pytest.raises(ValueError):
+        InputRequest("tools/call", {})
