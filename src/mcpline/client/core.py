@@ -163,6 +163,8 @@ class Client:
         self._listeners: set[Listener] = set()
         self.restarts = 0
         """How many times the server was restarted (or reconnected) so far."""
+        self.returncode: int | None = None
+        """The exit status of the last server process once it ended (stdio only)."""
 
     @classmethod
     def stdio(cls, command: str, args: Sequence[str] = (), **options: Any) -> Client:
@@ -210,6 +212,7 @@ class Client:
         self._link = None
         if link is not None:
             await link.channel.aclose()
+            self.returncode = getattr(link.channel, "returncode", None)
 
     def _lock(self) -> asyncio.Lock:
         if self._start_lock is None:
@@ -253,7 +256,7 @@ class Client:
             )
         self.restarts += 1
         delay = min(self.restart_backoff * 2 ** (self._failures - 1), self.max_backoff)
-        log.warning("server lost (%s); restarting in %.2fs", self._last_loss, delay)
+        log.warning("server unavailable (%s); retrying in %.2fs", self._last_loss, delay)
         await asyncio.sleep(delay)
 
     async def _open_link(self) -> _Link:

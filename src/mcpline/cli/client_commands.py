@@ -1,0 +1,524 @@
+"""Client subcommands: ``call``, ``tools``, ``discover``, ``resources``, ``read``, ``prompts``,
+``get`` and ``listen``.
+
+The server is ``-- SERVER_CMD [ARGS...]``, ``--server unix:PATH|tcp:HOST:PORT`` or
+``--config FILE --name NAME`` (the ``mcpServers`` format MCP hosts use). Output is JSON, or
+tables when stdout is a terminal (``--json`` forces JSON). Exit codes: 0 success, 1 a tool
+result with ``isError: true``, 2 a protocol or transport failure (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+EXIT_OK = 0
+EXIT_TOOL_ERROR = 1
+EXIT_FAILURE = 2
+
+
+SERVER_USAGE = "(-- SERVER_CMD [ARGS...] | --server ADDRESS | --config FILE --name NAME)"
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit 2)."""
+
+
+class _DashDashParser(argparse.ArgumentParser):
+    """Everything after the first ``--`` is the server command, never our options."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        items = list(sys.argv[1:] if args is None else args)
+        tail: list[str] = []
+        if "--" in items:
+            i = items.index("--")
+            items, tail = items[:i], items[i + 1 :]
+        ns, extras = super().parse_known_args(items, namespace)
+        ns.server_cmd = tail
+        return ns, extras
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("server selection (one of)")
+    g.add_argument("--server", metavar="ADDRESS", help="connect to unix:PATH or tcp:HOST:PORT")
+    g.add_argument("--config", metavar="FILE", help="an mcpServers JSON config file (with --name)")
+    g.add_argument("--name", metavar="NAME", help="which server of --config to start")
+    o = p.add_argument_group("output and behaviour")
+    o.add_argument("--json", action="store_true", help="print JSON even on a terminal")
+    o.add_argument(
+        "--verbose", action="store_true", help="show the wire traffic and server stderr on stderr"
+    )
+    o.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="per-request timeout (default 60)",
+    )
+    o.add_argument(
+        "--era",
+        choices=("auto", "modern", "legacy"),
+        default="auto",
+        help="skip era detection (default auto)",
+    )
+
+
+def _add(
+    sub: Any, name: str, help_text: str, usage_args: str, func: Callable[..., Any]
+) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        usage=f"mcpline {name} {usage_args}[options] {SERVER_USAGE}",
+    )
+    p.__class__ = _DashDashParser
+    p.set_defaults(func=lambda args: main_for(args, func), server_cmd=[])
+    return p
+
+
+def register(sub: Any) -> None:
+    p = _add(sub, "call", "call a tool and print its CallToolResult", "NAME [--args JSON] ", _call)
+    p.add_argument("tool", metavar="NAME", help="the tool to call")
+    p.add_argument(
+        "--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})"
+    )
+    _common(p)
+    p = _add(sub, "tools", "list the server's tools (tools/list, all pages)", "", _tools)
+    _common(p)
+    p = _add(sub, "discover", "print the era, version, server info and capabilities", "", _discover)
+    _common(p)
+    p = _add(
+        sub, "resources", "list the server's resources (resources/list, all pages)", "", _resources
+    )
+    _common(p)
+    p = _add(sub, "read", "read a resource (resources/read)", "URI ", _read)
+    p.add_argument("uri", metavar="URI")
+    _common(p)
+    p = _add(sub, "prompts", "list the server's prompts (prompts/list, all pages)", "", _prompts)
+    _common(p)
+    p = _add(sub, "get", "get a prompt (prompts/get)", "NAME [--args JSON] ", _get)
+    p.add_argument("prompt", metavar="NAME")
+    p.add_argument(
+        "--args",
+        default="{}",
+        metavar="JSON",
+        help="the prompt arguments, a JSON object of strings",
+    )
+    _common(p)
+    p = _add(
+        sub,
+        "listen",
+        "print list-changed/updated notifications as JSON lines until interrupted",
+        "",
+        _listen,
+    )
+    p.add_argument(
+        "--resource",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="also subscribe to updates of URI (repeatable)",
+    )
+    _common(p)
+
+
+# --- server selection ----------------------------------------------------------------------
+
+
+def load_config(
+    path: str, name: str | None
+) -> tuple[str, list[str], dict[str, str] | None, str | None]:
+    """The (command, args, env, cwd) of server ``name`` in an ``mcpServers`` config file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read config {path}: {exc}") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError(f"{path} has no mcpServers object")
+    if name is None:
+        if len(servers) != 1:
+            raise UsageError(
+                f"{path} defines {len(servers)} servers; "
+                f"choose one with --name ({', '.join(servers)})"
+            )
+        name = next(iter(servers))
+    entry = servers.get(name)
+    if not isinstance(entry, dict):
+        raise UsageError(
+            f"no server named {name!r} in {path} (have: {', '.join(servers) or 'none'})"
+        )
+    command = entry.get("command")
+    if not isinstance(command, str) or not command:
+        kind = entry.get("type") or ("url" if "url" in entry else "?")
+        raise UsageError(
+            f"server {name!r} is not a stdio server (type {kind}); mcpline speaks stdio and sockets"
+        )
+    args = entry.get("args") or []
+    env = entry.get("env")
+    cwd = entry.get("cwd")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise UsageError(f"server {name!r}: args must be a list of strings")
+    if env is not None and (
+        not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())
+    ):
+        raise UsageError(f"server {name!r}: env must be an object of strings")
+    if cwd is not None and not isinstance(cwd, str):
+        raise UsageError(f"server {name!r}: cwd must be a string")
+    if cwd is not None:
+        cwd = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(cwd))
+    return command, args, env, cwd
+
+
+def make_client(args: argparse.Namespace, **extra: Any) -> Any:
+    from ..client import Client
+
+    chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
+    if chosen != 1:
+        raise UsageError(
+            "give the server as -- SERVER_CMD [ARGS...], --server ADDRESS "
+            "or --config FILE --name NAME"
+        )
+    options: dict[str, Any] = {
+        "timeout": args.timeout,
+        "max_timeout": max(600.0, args.timeout),
+        "era": args.era,
+        "client_info": {"name": "mcpline-cli", "version": _version()},
+        **extra,
+    }
+    if args.verbose:
+        options["trace"] = _trace
+        options["on_stderr"] = lambda line: print(f"[server] {line}", file=sys.stderr, flush=True)
+    else:
+        options["on_stderr"] = lambda line: None
+    if args.server:
+        from ..transports.sockets import parse_address
+
+        try:
+            parse_address(args.server)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return Client.connect(args.server, **options)
+    if args.config:
+        command, cmd_args, env, cwd = load_config(args.config, args.name)
+        return Client.stdio(command, cmd_args, env=env, cwd=cwd, **options)
+    if args.name:
+        raise UsageError("--name needs --config")
+    return Client.stdio(args.server_cmd[0], args.server_cmd[1:], **options)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _trace(direction: str, line: bytes) -> None:
+    arrow = "→" if direction == "send" else "←"
+    text = line.decode("utf-8", "replace")
+    if len(text) > 4000:
+        text = text[:4000] + f"… [{len(line)} bytes]"
+    print(f"{arrow} {text}", file=sys.stderr, flush=True)
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def main_for(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int:
+    """Run one client operation; map failures to exit code 2 with one line on stderr."""
+    from ..client import ClientError
+
+    _configure_logging(args.verbose)
+    try:
+        return asyncio.run(_guarded(args, op))
+    except UsageError as exc:
+        print(f"mcpline {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except ClientError as exc:
+        print(f"mcpline {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return EXIT_OK if args.command == "listen" else EXIT_FAILURE
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Library warnings (restarts, skipped lines) only with --verbose: stderr stays one line."""
+    import logging
+
+    if verbose:
+        logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="mcpline: %(message)s")
+        logging.getLogger("mcpline.client.server_stderr").setLevel(logging.WARNING)
+    else:
+        logging.getLogger("mcpline").setLevel(logging.CRITICAL)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:2000]
+
+
+async def _guarded(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    stopped = []
+
+    def stop() -> None:
+        stopped.append(True)
+        if task is not None:
+            task.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop)
+    try:
+        return await op(args)
+    except asyncio.CancelledError:
+        if stopped:
+            return EXIT_OK if args.command == "listen" else EXIT_FAILURE
+        raise
+
+
+def _wants_json(args: argparse.Namespace) -> bool:
+    return bool(args.json) or not sys.stdout.isatty()
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(
+        json.dumps(obj, ensure_ascii=False, indent=None if not sys.stdout.isatty() else 2) + "\n"
+    )
+    sys.stdout.flush()
+
+
+def _json_arg(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--args must be a JSON object ({what})")
+    return value
+
+
+class _ProgressBar:
+    """Progress notifications on stderr: a bar on a terminal, nothing otherwise."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        if total:
+            frac = max(0.0, min(1.0, progress / total))
+            bar = "█" * int(frac * width) + "░" * (width - int(frac * width))
+            text = f"{self.label} [{bar}] {progress:g}/{total:g}"
+        else:
+            text = f"{self.label} {progress:g}"
+        if message:
+            text += f" {message}"
+        sys.stderr.write("\r\x1b[2K" + text[:200])
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+# --- operations ------------------------------------------------------------------------------
+
+
+async def _call(args: argparse.Namespace) -> int:
+    arguments = _json_arg(args.args, "the tool arguments")
+    bar = _ProgressBar(args.tool)
+    async with make_client(args) as client:
+        try:
+            result = await client.call_tool(
+                args.tool, arguments, on_progress=bar if bar.enabled else None
+            )
+        finally:
+            bar.done()
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        _human_call(result)
+    return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
+
+
+async def _tools(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        result = await client.list_all("tools/list", "tools")
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        rows = []
+        for t in result["tools"]:
+            ann = t.get("annotations") or {}
+            flags = [
+                k.replace("Hint", "")
+                for k in ("readOnlyHint", "destructiveHint", "idempotentHint")
+                if ann.get(k)
+            ]
+            params = ", ".join((t.get("inputSchema") or {}).get("properties", {}) or {})
+            rows.append(
+                [
+                    t.get("name", "?"),
+                    f"({params})",
+                    (t.get("description") or "").strip(),
+                    " ".join(flags),
+                ]
+            )
+        _table(["Tool", "Parameters", "Description", "Hints"], rows)
+    return EXIT_OK
+
+
+async def _discover(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        description = await client.discover()
+    info = description.to_dict()
+    if _wants_json(args):
+        _emit_json(info)
+    else:
+        server = info["serverInfo"]
+        rows = [
+            ["era", info["era"]],
+            ["protocol version", info["protocolVersion"]],
+            ["server supports", ", ".join(info["supportedVersions"])],
+            ["server", f"{server.get('name', '?')} {server.get('version', '')}".strip()],
+            ["capabilities", ", ".join(sorted(info["capabilities"])) or "none"],
+        ]
+        if info.get("instructions"):
+            rows.append(["instructions", info["instructions"]])
+        _table(["", ""], rows)
+    return EXIT_OK
+
+
+async def _resources(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        result = await client.list_all("resources/list", "resources")
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        rows = [
+            [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")]
+            for r in result["resources"]
+        ]
+        _table(["URI", "Name", "MIME type"], rows)
+    return EXIT_OK
+
+
+async def _read(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        result = await client.read_resource(args.uri)
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        for c in result.get("contents", []):
+            if "text" in c:
+                print(c["text"])
+            else:
+                print(
+                    f"[{c.get('mimeType', 'binary')} blob, {len(c.get('blob', ''))} "
+                    f"base64 chars] {c.get('uri', '')}"
+                )
+    return EXIT_OK
+
+
+async def _prompts(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        result = await client.list_all("prompts/list", "prompts")
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        rows = [
+            [
+                p.get("name", "?"),
+                ", ".join(a.get("name", "?") for a in p.get("arguments") or []),
+                p.get("description", ""),
+            ]
+            for p in result["prompts"]
+        ]
+        _table(["Prompt", "Arguments", "Description"], rows)
+    return EXIT_OK
+
+
+async def _get(args: argparse.Namespace) -> int:
+    arguments = _json_arg(args.args, "the prompt arguments")
+    async with make_client(args) as client:
+        result = await client.get_prompt(args.prompt, arguments)
+    if _wants_json(args):
+        _emit_json(result)
+    else:
+        for m in result.get("messages", []):
+            content = m.get("content") or {}
+            text = content.get("text") if isinstance(content, dict) else None
+            print(f"{m.get('role', '?')}: {text if text is not None else json.dumps(content)}")
+    return EXIT_OK
+
+
+async def _listen(args: argparse.Namespace) -> int:
+    async with make_client(args) as client:
+        listener = client.listen(resource_uris=args.resource)
+        async with listener:
+            async for note in listener:
+                if _wants_json(args):
+                    sys.stdout.write(json.dumps(note.to_message(), ensure_ascii=False) + "\n")
+                else:
+                    sys.stdout.write(
+                        f"{note.method} {json.dumps(note.params, ensure_ascii=False)}\n"
+                    )
+                sys.stdout.flush()
+    return EXIT_OK
+
+
+# --- human output ---------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: list[list[str]]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+        if any(headers):
+            print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+        for r in rows:
+            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)))
+        return
+    table = Table(show_header=any(headers))
+    for h in headers:
+        table.add_column(h)
+    for r in rows:
+        table.add_row(*[str(c) for c in r])
+    Console().print(table)
+
+
+def _human_call(result: dict[str, Any]) -> None:
+    if result.get("isError"):
+        print("tool error:", file=sys.stdout)
+    for block in result.get("content", []):
+        kind = block.get("type")
+        if kind == "text":
+            print(block.get("text", ""))
+        elif kind in ("image", "audio"):
+            print(
+                f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]"
+            )
+        elif kind == "resource_link":
+            print(f"[resource link {block.get('uri', '')}]")
+        else:
+            print(json.dumps(block, ensure_ascii=False))
+    if "structuredContent" in result and not result.get("content"):
+        print(json.dumps(result["structuredContent"], ensure_ascii=False, indent=2))
