@@ -241,7 +241,7 @@ async def run(
     ctx: Context,
     run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
 ) -> dict[str, Any]:
-    available = {
+    available: dict[str, Any] = {
         "value": query.value,
         "argument": query.argument,
         "context": dict(query.context),

@@ -417,9 +417,9 @@ class Server:
             if any(_completion.choices_for(schema, a) for a in prompt.arguments):
                 return True
         for res in self._resources.templates.values():
-            schema = res.signature.schema if res.signature else None
+            tschema = res.signature.schema if res.signature else None
             names = res.template.variables if res.template else ()
-            if any(_completion.choices_for(schema, v) for v in names):
+            if any(_completion.choices_for(tschema, v) for v in names):
                 return True
         return False
 

@@ -29,7 +29,7 @@ def _content(content: Any) -> dict[str, Any]:
     if isinstance(content, str):
         return text(content)
     if is_content_block(content):
-        return content
+        return dict(content)
     raise TypeError(f"prompt message content must be a string or a content block, not {content!r}")
 
 

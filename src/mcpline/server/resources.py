@@ -119,7 +119,7 @@ def make_resource(
         if mime_type is None:
             mime_type = "text/plain" if isinstance(fn, str) else "application/octet-stream"
         fn = _constant(fn)
-        doc_summary, arg_docs = None, {}
+        doc_summary, arg_docs = None, dict[str, str]()
     else:
         doc_summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
     desc = description if description is not None else doc_summary
