@@ -196,8 +196,9 @@ def test_ping_set_level_and_logging(srv: ServerProcess) -> None:
 
 def test_legacy_only_methods_and_modern_only_methods(srv: ServerProcess) -> None:
     initialize(srv)
-    # this fixture has no resources: subscribe is not offered
-    assert call(srv, "resources/subscribe", {"uri": "x://y"})["error"]["code"] == -32601
+    assert call(srv, "resources/subscribe", {"uri": "guarded://note/1"})["result"] == {}
+    assert call(srv, "resources/unsubscribe", {"uri": "guarded://note/1"})["result"] == {}
+    assert call(srv, "resources/subscribe", {"uri": 5})["error"]["code"] == -32602
     assert call(srv, "server/discover")["error"]["code"] == -32601
     assert call(srv, "subscriptions/listen", {"notifications": {}})["error"]["code"] == -32601
     assert call(srv, "no/such")["error"]["code"] == -32601
@@ -461,3 +462,15 @@ def test_legacy_version_in_meta_is_32022_within_discover(srv: ServerProcess) -> 
     assert err["code"] == -32022
     assert err["data"]["requested"] == "2025-11-25"
     assert err["data"]["supported"] and set(err["data"]["supported"]) <= set(supported)
+
+
+def test_resource_read_asks_through_a_real_request(srv: ServerProcess) -> None:
+    initialize(srv, {"elicitation": {}})
+    resp, _, asked = exchange(
+        srv,
+        legacy_request(srv, "resources/read", {"uri": "guarded://note/7"}),
+        lambda r: {"result": {"action": "accept", "content": {"ok": True}}},
+    )
+    assert asked[0]["params"]["message"] == "Show note 7?"
+    assert resp["result"]["contents"][0]["text"] == "note 7: ok=True state={'id': '7'}"
+    assert not {"resultType", "ttlMs", "cacheScope", "_meta"} & set(resp["result"])

@@ -169,6 +169,31 @@ def test_state_is_bound_to_the_method(srv: ServerProcess) -> None:
     assert r["messages"][0]["content"]["text"] == "Prompt about x"
 
 
+def test_resource_read_asks_and_its_state_is_bound_to_the_uri(srv: ServerProcess) -> None:
+    r1 = result(srv.request("resources/read", {"uri": "guarded://note/1"}, caps=ELICIT_CAPS))
+    assert r1["resultType"] == "input_required"
+    assert r1["inputRequests"]["confirm"]["params"]["message"] == "Show note 1?"
+    state = r1["requestState"]
+    answers = {"confirm": accept(ok=True)}
+    done = result(
+        srv.request(
+            "resources/read",
+            {"uri": "guarded://note/1", "requestState": state, "inputResponses": answers},
+            caps=ELICIT_CAPS,
+        )
+    )
+    assert done["resultType"] == "complete"
+    assert done["contents"][0]["text"] == "note 1: ok=True state={'id': '1'}"
+    other = srv.request(
+        "resources/read",
+        {"uri": "guarded://note/2", "requestState": state, "inputResponses": answers},
+        caps=ELICIT_CAPS,
+    )
+    assert "other parameters" in error(other, -32602)["message"]
+    on_tool = call(srv, "counted", {"n": 1}, requestState=state)
+    error(on_tool, -32602)
+
+
 def test_expired_state(spawn: Callable[..., ServerProcess]) -> None:
     p = spawn(SERVER, env={"STATE_TTL": "1"})
     state = result(call(p, "counted", {"n": 1}))["requestState"]
