@@ -165,6 +165,25 @@ def test_silent_legacy_server_falls_back_after_probe_timeout(tmp_path: Path) -> 
     assert msgs[2]["method"] == "initialize"
 
 
+def test_slow_modern_server_that_misses_the_probe_is_probed_again(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "slow-start")
+
+    async def main() -> None:
+        async with fake_client(fake, probe_timeout=0.5) as c:
+            assert (await c.discover()).era == "modern"
+            assert (await c.call_tool("echo", {}))["content"]
+
+    run(main())
+    methods = [m for m in fake.methods() if m != "<response>"]
+    assert methods[:4] == [
+        "server/discover",
+        "notifications/cancelled",
+        "initialize",
+        "server/discover",
+    ]
+    assert "notifications/initialized" not in methods
+
+
 def test_legacy_negotiates_down(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "legacy", FAKE_LEGACY_VERSION="2025-06-18")
 

@@ -302,13 +302,7 @@ class Client:
             desc = cached
         elif want == LEGACY or (want == "auto" and self._probe_deaths >= 2):
             version = cached.protocol_version if cached is not None else None
-            desc = await era_mod.initialize(
-                session,
-                caps=caps,
-                info=self.client_info,
-                timeout=self.probe_timeout,
-                version=version,
-            )
+            desc = await self._initialize(session, caps, version, reprobe=want == "auto")
         else:
             try:
                 desc = await era_mod.probe(
@@ -325,13 +319,7 @@ class Client:
                     self._probe_deaths += 1
                     raise ConnectionLost(str(fb)) from None
                 log.info("falling back to the legacy handshake: %s", fb)
-                desc = await era_mod.initialize(
-                    session,
-                    caps=caps,
-                    info=self.client_info,
-                    timeout=self.probe_timeout,
-                    version=fb.version,
-                )
+                desc = await self._initialize(session, caps, fb.version, reprobe=fb.version is None)
         session.accept_requests = desc.era == LEGACY
         if desc.era == LEGACY and self.log_level is not None and "logging" in desc.capabilities:
             await session.request(
@@ -339,6 +327,26 @@ class Client:
             )
         self._description = desc
         return desc
+
+    async def _initialize(
+        self, session: Session, caps: dict[str, Any], version: str | None, *, reprobe: bool
+    ) -> ServerDescription:
+        """The legacy handshake; if the answer shows a modern server after all (a slow
+        starter that missed the probe), probe again with the full request timeout."""
+        try:
+            return await era_mod.initialize(
+                session, caps=caps, info=self.client_info, timeout=self.timeout, version=version
+            )
+        except ServerError as exc:
+            if not (reprobe and era_mod.points_to_modern(exc)):
+                raise
+            log.info("initialize refused in a modern way (%s); probing again", exc)
+            try:
+                return await era_mod.probe(
+                    session, caps=caps, info=self.client_info, timeout=self.timeout
+                )
+            except FallBack as fb:
+                raise ProtocolError(f"the server answers neither era: {fb}") from None
 
     # --- what the session asks of us ------------------------------------------------------
 

@@ -173,6 +173,15 @@ async def probe(
         return describe_discover(result, version)
 
 
+def points_to_modern(exc: ServerError, modern_versions: Sequence[str] = MODERN_VERSIONS) -> bool:
+    """An error to ``initialize`` that says the server is modern after all (a modern error
+    code, or ``data.supported`` naming a modern version we speak)."""
+    if exc.code in MODERN_ERROR_CODES:
+        return True
+    supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+    return _pick(modern_versions, supported) is not None
+
+
 async def initialize(
     session: Session,
     *,

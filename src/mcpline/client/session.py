@@ -383,8 +383,9 @@ class Session:
         if p.cancellable:
             self.cancel_quietly(p.id, f"timed out: {why}")
         if not p.future.done():
+            tail = "; it was cancelled" if p.cancellable else ""
             p.future.set_exception(
-                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}; it was cancelled")
+                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}{tail}")
             )
 
     def _fail(self, p: _Pending, exc: ClientError) -> None:
