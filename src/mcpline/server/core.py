@@ -12,7 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, MISSING, JsonRpcError, Request, Response
+from ..jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING,
+    JsonRpcError,
+    Request,
+    Response,
+)
 from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import StateSealer
 from ..protocol.versions import MODERN_VERSIONS, SERVER_INFO_KEY
@@ -138,6 +146,7 @@ class Server:
         self._lifespan = lifespan
         self.lifespan_state: Any = None
         self._ready: asyncio.Event | None = None
+        self._startup_failed = False
         self._executor: ThreadPoolExecutor | None = None
         self._sync_lock = threading.Lock()
         self._sync_running = 0
@@ -484,8 +493,11 @@ class Server:
     # --- lifespan and threads -------------------------------------------------------------
 
     async def wait_ready(self) -> None:
+        """Wait for the lifespan hook to be entered; -32603 if it failed."""
         if self._ready is not None:
             await self._ready.wait()
+        if self._startup_failed:
+            raise JsonRpcError(INTERNAL_ERROR, "Internal error: the server failed to start")
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -503,6 +515,8 @@ class Server:
         finally:
             stop.set()
             if task is not None:
+                if not self._ready.is_set():
+                    task.cancel()  # still starting: do not make the exit wait for it
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, 5)
             self._executor.shutdown(wait=False, cancel_futures=True)
@@ -516,7 +530,9 @@ class Server:
                 await stop.wait()
         except Exception:
             log.exception("lifespan hook failed")
-            self._ready.set()
+            if not self._ready.is_set():
+                self._startup_failed = True
+                self._ready.set()
 
     async def run_sync(self, fn: Callable[[], Any]) -> Any:
         """Run blocking code on a worker thread."""
@@ -573,9 +589,7 @@ class Server:
         if not isinstance(name, str):
             raise JsonRpcError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
         arguments = params.get("arguments", {})
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
+        if type(arguments) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
         tool = self._tools.get(name)
         if tool is None:
