@@ -1,0 +1,24 @@
+"""The bench server written with mcpline."""
+
+import asyncio
+
+from mcpline import Server
+
+app = Server("bench-mcpline")
+
+
+@app.tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@app.tool
+async def sleep(ms: int) -> str:
+    """Sleep for ``ms`` milliseconds, then say so."""
+    await asyncio.sleep(ms / 1000)
+    return f"slept {ms} ms"
+
+
+if __name__ == "__main__":
+    app.run()
