@@ -64,7 +64,7 @@ def test_every_request_carries_meta_and_cursors_are_followed(tmp_path: Path) -> 
             fake, on_elicit=lambda p: {"action": "decline"}, log_level="info"
         ) as c:
             tools = await c.list_tools()
-            assert len(tools) == 9  # two pages
+            assert len(tools) == 10  # two pages
             await c.call_tool("echo", {"x": 1})
 
     run(main())
@@ -122,6 +122,34 @@ def test_no_mutual_version_is_a_clear_error_without_initialize(tmp_path: Path) -
 
     run(main())
     assert "initialize" not in fake.methods()
+
+
+@pytest.mark.parametrize("flags", ["modern", "legacy"])
+def test_log_notifications_reach_the_callback(tmp_path: Path, flags: str) -> None:
+    fake = Fake(tmp_path, flags)
+    logs: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        async with fake_client(fake, log_level="info", on_log=logs.append) as c:
+            r = await c.call_tool("log", {"say": "hi"})
+            assert r["content"][0]["text"] == "level=info"
+
+    run(main())
+    assert logs == [{"level": "info", "logger": "fake", "data": {"said": "hi"}}]
+    if flags == "legacy":
+        assert "logging/setLevel" in fake.methods()
+
+
+def test_many_concurrent_requests_on_one_process() -> None:
+    async def main() -> None:
+        async with Client.stdio(sys.executable, [str(QUICKSTART)]) as c:
+            calls = [c.call_tool("add", {"a": i, "b": i}) for i in range(200)]
+            results = await asyncio.gather(*calls)
+            assert [r["structuredContent"]["result"] for r in results] == [
+                2.0 * i for i in range(200)
+            ]
+
+    run(main())
 
 
 # --- legacy ---------------------------------------------------------------------------

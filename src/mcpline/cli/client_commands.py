@@ -81,7 +81,7 @@ def _add(
     )
     p.__class__ = _DashDashParser
     p.set_defaults(func=lambda args: main_for(args, func), server_cmd=[])
-    return p
+    return p  # type: ignore[no-any-return]
 
 
 def register(sub: Any) -> None:

@@ -535,9 +535,8 @@ class Client:
         return (await self.list_all("resources/list", "resources"))["resources"]  # type: ignore[no-any-return]
 
     async def list_resource_templates(self) -> list[dict[str, Any]]:
-        return (await self.list_all("resources/templates/list", "resourceTemplates"))[
-            "resourceTemplates"
-        ]  # type: ignore[no-any-return]
+        merged = await self.list_all("resources/templates/list", "resourceTemplates")
+        return merged["resourceTemplates"]  # type: ignore[no-any-return]
 
     async def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> dict[str, Any]:
         return await self.request("resources/read", {"uri": uri}, timeout=timeout)
@@ -745,10 +744,10 @@ class Listener:
         self._legacy_active = True
         self._deliver("notifications/subscriptions/acknowledged", {"notifications": honoured})
         try:
-            exc = await asyncio.shield(link.session.lost)
+            lost = await asyncio.shield(link.session.lost)
         finally:
             self._legacy_active = False
-        raise exc
+        raise lost
 
 
 __all__ = [

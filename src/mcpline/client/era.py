@@ -214,14 +214,13 @@ async def initialize(
         raise VersionMismatch(list(legacy_versions), [agreed])
     await session.notify("notifications/initialized")
     info_out = result.get("serverInfo")
+    caps_out = result.get("capabilities")
     instructions = result.get("instructions")
     return ServerDescription(
         era=LEGACY,
         protocol_version=agreed,
         server_info=info_out if isinstance(info_out, dict) else {},
-        capabilities=result.get("capabilities")
-        if isinstance(result.get("capabilities"), dict)
-        else {},
+        capabilities=caps_out if isinstance(caps_out, dict) else {},
         supported_versions=[agreed],
         instructions=instructions if isinstance(instructions, str) else None,
         raw=result,

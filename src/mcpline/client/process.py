@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..wire import LineBuffer, Oversized
 from .errors import ConnectionLost
@@ -247,8 +248,8 @@ class ProcessChannel:
 
     async def drain(self) -> None:
         if self._protocol is not None and not self._protocol.can_write.is_set():
-            lost = self.session.lost
-            waiter = self.loop.create_task(self._protocol.can_write.wait())
+            lost: asyncio.Future[Any] = self.session.lost
+            waiter: asyncio.Future[Any] = self.loop.create_task(self._protocol.can_write.wait())
             await asyncio.wait([waiter, lost], return_when=asyncio.FIRST_COMPLETED)
             if not waiter.done():
                 waiter.cancel()

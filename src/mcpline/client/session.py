@@ -187,8 +187,9 @@ class Session:
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "notifications/progress" and isinstance(params, dict):
-            p = self._tokens.get(params.get("progressToken"))
-            if p is not None and type(p.token) is type(params.get("progressToken")):
+            token: Any = params.get("progressToken")
+            p = self._tokens.get(token) if jsonrpc.is_valid_id(token) else None
+            if p is not None and type(p.token) is type(token):
                 self._progress(p, params)
                 return
         if isinstance(params, dict):
@@ -210,7 +211,7 @@ class Session:
                     lp.on_notification(method, params)
                     return
             if method == "notifications/cancelled":
-                rid = params.get("requestId")
+                rid: Any = params.get("requestId")
                 task = self._served.get(rid) if jsonrpc.is_valid_id(rid) else None
                 if task is not None:
                     task.cancel()
