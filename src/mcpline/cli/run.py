@@ -13,7 +13,11 @@ DEFAULT_NAMES = ("server", "mcp", "app")
 
 def register(sub: Any) -> None:
     p = sub.add_parser("run", help="serve the mcpline Server defined in a Python file")
-    p.add_argument("target", metavar="FILE[:OBJECT]", help="a .py file, optionally with the name of its Server object")
+    p.add_argument(
+        "target",
+        metavar="FILE[:OBJECT]",
+        help="a .py file, optionally with the name of its Server object",
+    )
     p.add_argument(
         "--listen",
         metavar="ADDRESS",
@@ -34,7 +38,10 @@ def load_server(target: str) -> Any:
     if not path.is_file():
         raise SystemExit(f"mcpline run: no such file: {path_text}")
     sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod_name = path.stem if path.stem.isidentifier() else "_mcpline_target"
+    if mod_name in sys.modules:
+        mod_name = f"_mcpline_target_{mod_name}"  # never shadow an imported module
+    spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise SystemExit(f"mcpline run: cannot import {path_text}")
     module = importlib.util.module_from_spec(spec)
@@ -58,6 +65,12 @@ def load_server(target: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.listen == "stdio":
+        # Claim stdout before user code is imported, so that import-time prints and
+        # banners land on stderr instead of corrupting the protocol stream.
+        from ..transports.stdio import claim_stdio
+
+        claim_stdio()
     server = load_server(args.target)
     server.run(args.listen)
     return 0

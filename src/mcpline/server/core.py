@@ -23,7 +23,7 @@ from ..jsonrpc import (
 )
 from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import StateSealer
-from ..protocol.versions import MODERN_VERSIONS, SERVER_INFO_KEY
+from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import completion as _completion
 from . import prompts as _prompts
@@ -129,7 +129,13 @@ class Server:
         self.name = name
         self.version = version
         self.info: dict[str, Any] = {"name": name, "version": version}
-        for key, value in (("title", title), ("description", description), ("websiteUrl", website_url), ("icons", icons)):
+        optional_info = (
+            ("title", title),
+            ("description", description),
+            ("websiteUrl", website_url),
+            ("icons", icons),
+        )
+        for key, value in optional_info:
             if value:
                 self.info[key] = value
         self.instructions = instructions
@@ -451,11 +457,16 @@ class Server:
         method = self.methods.get(req.method)
         if method is None:
             if req.method in LEGACY_ONLY_METHODS:
-                raise JsonRpcError(
-                    METHOD_NOT_FOUND,
-                    f"Method not found: {req.method} belongs to the initialize handshake era; "
-                    f"this server speaks MCP {', '.join(self.supported_versions)} without it",
+                why = (
+                    f"Method not found: {req.method} is not part of MCP "
+                    f"{', '.join(self.supported_versions)}"
                 )
+                if self.legacy is not None:
+                    why += (
+                        "; it is served only in an initialize session "
+                        f"({', '.join(LEGACY_VERSIONS)}), i.e. to requests without modern _meta"
+                    )
+                raise JsonRpcError(METHOD_NOT_FOUND, why)
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
         if method.capability is not None and method.capability not in self.capabilities():
             raise JsonRpcError(
@@ -566,15 +577,27 @@ class Server:
             result["instructions"] = self.instructions
         return result
 
-    def paginate(self, kind: str, items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
-        """One page of ``items`` and the cursor of the next (None at the end)."""
+    def paginate(
+        self, kind: str, items: list[Any], params: dict[str, Any]
+    ) -> tuple[list[Any], str | None]:
+        """One page of ``items`` and the cursor of the next (None at the end).
+
+        No cursor (or ``null``) means the first page; any cursor we did not issue for
+        ``kind`` is -32602."""
         cursor = params.get("cursor", MISSING)
-        start = 0 if cursor is MISSING or cursor is None else decode_cursor(kind, cursor, len(items))
+        if cursor is MISSING or cursor is None:
+            start = 0
+        else:
+            start = decode_cursor(kind, cursor, len(items))
         end = start + self.page_size
         return items[start:end], (encode_cursor(kind, end) if end < len(items) else None)
 
     def list_result(self, key: str, page: list[Any], next_cursor: str | None) -> dict[str, Any]:
-        result: dict[str, Any] = {key: page, "ttlMs": self.list_ttl_ms, "cacheScope": self.cache_scope}
+        result: dict[str, Any] = {
+            key: page,
+            "ttlMs": self.list_ttl_ms,
+            "cacheScope": self.cache_scope,
+        }
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
         return result
