@@ -257,22 +257,56 @@ def test_legacy_server_requests_use_the_host_handlers(tmp_path: Path) -> None:
     def roots(params: dict[str, Any]) -> dict[str, Any]:
         return {"roots": [{"uri": "file:///tmp", "name": "tmp"}]}
 
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
     async def main() -> None:
-        async with fake_client(fake, on_elicit=elicit, on_roots=roots) as c:
+        async with fake_client(fake, on_elicit=elicit, on_roots=roots, on_sample=sample) as c:
             r = await c.call_tool("ask", {})
             got = json.loads(r["content"][0]["text"])
             assert got["ping"] == {}
             assert got["elicit"] == {"action": "accept", "content": {"name": "Ada"}}
             assert got["roots"] == {"roots": [{"uri": "file:///tmp", "name": "tmp"}]}
-            assert got["sample"]["code"] == -32601  # no sampling handler registered
+            assert got["sample"]["model"] == "m" and "resultType" not in got["sample"]
 
     run(main())
     assert seen == ["Your name?"]
     init = next(m for m in fake.received() if m.get("method") == "initialize")
     assert init["params"]["capabilities"] == {
         "elicitation": {"form": {}},
+        "sampling": {},
         "roots": {"listChanged": False},
     }
+
+
+def test_legacy_server_request_without_a_handler_gets_method_not_found(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "legacy")
+
+    async def main() -> None:
+        async with fake_client(fake) as c:
+            got = json.loads((await c.call_tool("ask", {}))["content"][0]["text"])
+            assert got["ping"] == {}
+            assert got["elicit"]["code"] == got["sample"]["code"] == got["roots"]["code"] == -32601
+
+    run(main())
+
+
+def test_legacy_listen_delivers_unsolicited_list_changes(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "legacy")
+
+    async def main() -> None:
+        c = fake_client(fake)
+        async with c, c.listen(prompts=False, resources=False) as listener:
+            it = listener.__aiter__()
+            ack = await it.__anext__()
+            assert ack.method == "notifications/subscriptions/acknowledged"
+            assert listener.acknowledged == {"toolsListChanged": True}
+            await c.call_tool("change", {})
+            note = await asyncio.wait_for(it.__anext__(), 5)
+            assert note.method == "notifications/tools/list_changed"
+
+    run(main())
+    assert "subscriptions/listen" not in fake.methods()
 
 
 # --- MRTR -----------------------------------------------------------------------------

@@ -204,7 +204,8 @@ class Session:
                             lp.future.set_exception(
                                 ConnectionLost(
                                     f"{self.label} ended the subscription: "
-                                    f"{params.get('reason', '')}"
+                                    f"{params.get('reason', '')}",
+                                    retriable=False,
                                 )
                             )
                         return
@@ -221,7 +222,7 @@ class Session:
                     self._forget(lp)
                     if not lp.future.done():
                         lp.future.set_exception(
-                            ConnectionLost(f"{self.label} ended the subscription")
+                            ConnectionLost(f"{self.label} ended the subscription", retriable=False)
                         )
                 return
         try:
