@@ -195,6 +195,17 @@ def test_graceful_close_answers_every_open_listen(everything: ServerProcess) -> 
     assert sleeper["id"] not in results
 
 
+def test_listen_arriving_with_end_of_input_still_completes(everything: ServerProcess) -> None:
+    everything.send(
+        everything.request_msg("subscriptions/listen", {"notifications": {}}, id="last")
+    )
+    everything.close_stdin()
+    rest = everything.drain()
+    assert everything.wait() == 0
+    assert [m.get("method") or m.get("id") for m in rest] == [ACK, "last"]
+    assert rest[1]["result"]["_meta"][SUB] == "last"
+
+
 def test_graceful_close_on_sigterm(everything: ServerProcess) -> None:
     listen(everything, 1077, toolsListChanged=True)
     everything.signal(signal.SIGTERM)

@@ -161,7 +161,8 @@ class Subscriptions:
             conn.send_for(
                 ctx, notification(ACKNOWLEDGED, {"_meta": sub.meta(), "notifications": honoured})
             )
-            await sub.done
+            if not conn.closing.is_set():  # else the close hooks already ran: end it now
+                await sub.done
         finally:
             if table.get(key) is sub:
                 del table[key]
