@@ -163,6 +163,7 @@ class Checker:
         fuzz: int = 0,
         seed: int = 0,
         soak: int = 0,
+        exit_timeout: float = 5.0,
         on_result: Callable[[CheckResult], None] | None = None,
     ) -> None:
         self.argv = argv
@@ -173,6 +174,7 @@ class Checker:
         self.fuzz_lines = fuzz
         self.seed = seed
         self.soak_requests = soak
+        self.exit_timeout = exit_timeout
         self.on_result = on_result
         self.results: list[CheckResult] = []
         self.processes: list[ServerProcess] = []
@@ -258,6 +260,8 @@ class Checker:
                     p.stop()
         if self.wants("framing"):
             self.check_purity()
+        order = {g: i for i, g in enumerate(GROUPS + EXTRA_GROUPS)}
+        self.results.sort(key=lambda r: order.get(r.group, len(order)))
         return self.results
 
     def _run(self) -> None:
@@ -732,6 +736,8 @@ class Checker:
             got = got + p.responses_for(recoverable)
         if not got:
             extra = "" if marker_ok else " (and the server stopped answering)"
+            if not p.alive:
+                extra = f" (the server has exited with status {p.proc.returncode})"
             self.add(cid, FAIL if severity == FAIL else WARN, rule, f"{what}: no reply{extra}")
             return
         reply = got[0]
@@ -1377,10 +1383,15 @@ class Checker:
         self.wait_ready(p)
         t0 = time.monotonic()
         p.close_stdin()
-        code = p.wait_exit(5.0)
+        code = p.wait_exit(self.exit_timeout)
         took = time.monotonic() - t0
         if code is None:
-            status, seen = WARN, "still running 5 s after stdin closed (the checker killed it)"
+            status, seen = (
+                WARN,
+                (
+                    f"still running {self.exit_timeout:g} s after stdin closed (then killed)"
+                ),
+            )
         elif code != 0:
             status, seen = (
                 WARN,
@@ -1394,7 +1405,7 @@ class Checker:
             "S·SHOULD exit promptly when stdin reaches EOF; rec: exit 0 (digest §26)",
             seen,
         )
-        p.stop()
+        p.stop(grace=0.2)
         if slow is not None:
             p = self.spawn("eof-busy")
             self.wait_ready(p)
@@ -1406,7 +1417,7 @@ class Checker:
             time.sleep(0.3)
             t0 = time.monotonic()
             p.close_stdin()
-            code = p.wait_exit(8.0)
+            code = p.wait_exit(self.exit_timeout + 3.0)
             took = time.monotonic() - t0
             self.add(
                 "lifecycle.stdin-eof-busy",
@@ -1417,17 +1428,20 @@ class Checker:
                 ),
                 f"with a 30 s {slow.name} call in flight, exited after {took:.2f} s (status {code})"
                 if code is not None
-                else f"with a 30 s {slow.name} call in flight, still running 8 s after EOF",
+                else (
+                    f"with a 30 s {slow.name} call in flight, still running "
+                    f"{self.exit_timeout + 3:g} s after EOF"
+                ),
             )
-            p.stop()
+            p.stop(grace=0.2)
         p = self.spawn("sigterm")
         self.wait_ready(p)
         t0 = time.monotonic()
         p.signal(signal.SIGTERM)
-        code = p.wait_exit(5.0)
+        code = p.wait_exit(self.exit_timeout)
         took = time.monotonic() - t0
         if code is None:
-            status, seen = WARN, "still running 5 s after SIGTERM"
+            status, seen = WARN, f"still running {self.exit_timeout:g} s after SIGTERM"
         else:
             how = (
                 "status 0"

@@ -504,7 +504,7 @@ def fuzz_server(
     rep = FuzzReport()
     readable: dict[tuple[str, Any], Any] = {}
     optional: set[tuple[str, Any]] = set()
-    ambiguous: set[tuple[str, Any]] = set()
+    ambiguous: dict[tuple[str, Any], int] = {}
     seen_ids: set[tuple[str, Any]] = set()
     outstanding: list[tuple[str, Any]] = []
     t0 = time.monotonic()
@@ -539,7 +539,9 @@ def fuzz_server(
         else:
             seen_ids.update(tokens)
             # A broken line carrying a readable request's id may draw an error with that id.
-            ambiguous.update(t for t in tokens if t in readable)
+            for t in tokens:
+                if t in readable:
+                    ambiguous[t] = ambiguous.get(t, 0) + 1
             cid = cancelled_id(line[:-1])
             if cid is not MISSING and (type(cid) in (str, int)):
                 optional.add(idkey(cid))
@@ -578,7 +580,7 @@ def fuzz_server(
     rep.readable = len(readable)
     for key, rid in readable.items():
         c = acct.counts.get(key, 0)
-        if c == 1 or (c == 2 and key in ambiguous):
+        if c == 1 or 1 < c <= 1 + ambiguous.get(key, 0):
             rep.answered_once += 1
         elif c == 0 and key in optional:
             rep.optional_unanswered += 1

@@ -41,8 +41,12 @@ _decoder = msgspec.json.Decoder()
 
 
 def idkey(value: Any) -> tuple[str, Any]:
-    """A dictionary key that keeps ``1`` and ``"1"`` apart (JSON ids are typed)."""
-    return (type(value).__name__, value)
+    """A dictionary key that keeps ``1`` and ``"1"`` apart (JSON ids are typed); ids of any
+    other JSON type (a broken peer may send them) are keyed by their encoding."""
+    t = type(value)
+    if t is str or t is int or value is None:
+        return (t.__name__, value)
+    return ("json", encode(value))
 
 
 def modern_meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -186,8 +190,12 @@ class ServerProcess:
                 nl = pending.find(b"\n", start)
                 if nl < 0:
                     break
-                self._line(bytes(pending[start:nl]))
+                line = bytes(pending[start:nl])
                 start = nl + 1
+                try:
+                    self._line(line)
+                except Exception as exc:  # a checker bug must not stop the reading
+                    self._problem("checker", f"internal checker error {exc!r}", line)
             if start:
                 del pending[:start]
         if pending:
@@ -393,7 +401,7 @@ class ServerProcess:
         if code is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            code = self.wait_exit(2.0)
+            code = self.wait_exit(1.0)
         if code is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGKILL)

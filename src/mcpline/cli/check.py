@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
         help="how long to wait for a reply (default 5)",
     )
     p.add_argument(
+        "--exit-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how long the server may take to exit after EOF or SIGTERM (default 5)",
+    )
+    p.add_argument(
         "--verbose", "-v", action="store_true", help="show the rule and observation of every check"
     )
     p.add_argument(
@@ -102,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
         groups.append("fuzz")
     if args.soak > 0 and "soak" not in groups:
         groups.append("soak")
-    if args.fuzz < 0 or args.soak < 0 or args.timeout <= 0:
-        print("mcpline check: --fuzz/--soak must be >= 0 and --timeout > 0", file=sys.stderr)
+    if args.fuzz < 0 or args.soak < 0 or args.timeout <= 0 or args.exit_timeout <= 0:
+        print("mcpline check: --fuzz/--soak must be >= 0, the timeouts > 0", file=sys.stderr)
         return 2
     interactive = not args.json and sys.stderr.isatty()
 
@@ -118,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         fuzz=args.fuzz,
         seed=args.seed,
         soak=args.soak,
+        exit_timeout=args.exit_timeout,
         on_result=progress,
     )
     try:
