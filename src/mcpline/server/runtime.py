@@ -62,6 +62,8 @@ class Connection:
         self._write_paused = False
         self.closing = asyncio.Event()
         self.write_failed = False
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
         self.close_hooks: list[Callable[[Connection], Awaitable[None] | None]] = []
         self.state: dict[str, Any] = {}
         """Per-connection state for features that need it (e.g. a legacy session)."""
@@ -236,7 +238,30 @@ class Connection:
         self.write(encode(msg))
 
     def write(self, data: bytes) -> None:
-        """Write one encoded line; a closed output begins shutdown instead of raising."""
+        """Write one encoded line; a closed output begins shutdown instead of raising.
+
+        Lines are written whole and in order. While other requests are in flight, lines
+        written in one event-loop pass are coalesced into a single write at the end of it
+        (one syscall for many pipelined replies); otherwise the line goes out at once.
+        """
+        if self.write_failed:
+            return
+        self._out.append(data)
+        if len(self.inflight) > 1:
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self.loop.call_soon(self.flush)
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand every coalesced line to the transport now."""
+        self._flush_scheduled = False
+        out = self._out
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
         if self.write_failed:
             return
         try:
@@ -297,4 +322,5 @@ class Connection:
             self.cancel(rid, "shutting down")
         if tasks:
             await asyncio.wait(tasks, timeout=1.0)
+        self.flush()
         self.server.connections.discard(self)
