@@ -54,7 +54,9 @@ def _plain_return(tp: Any) -> bool:
         return all(_plain_return(a) for a in typing.get_args(tp))
     if origin in (list, dict):
         args = typing.get_args(tp)
-        return bool(args) and all(a in (dict, Any) or typing.get_origin(a) is dict for a in args[-1:])
+        return bool(args) and all(
+            a in (dict, Any) or typing.get_origin(a) is dict for a in args[-1:]
+        )
     return False
 
 
@@ -70,7 +72,10 @@ class Tool:
     context_param: str | None
     is_async: bool
     wrap_output: bool | None
-    """None: no structured output; False: value is the object; True: wrapped as ``{"result": …}``."""
+    """None: no structured output; False: the value is the object; True: it is wrapped
+    as ``{"result": …}``."""
+    output_validator: _schema.Validator | None = None
+    """For an explicit ``output_schema``: results are checked against it."""
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -110,10 +115,16 @@ def make_tool(
             if wants_context(hints.get(pname)):
                 context_param = pname
     _schema.check_tool_input_schema(schema)
+    validator = _schema.Validator(schema)
+    if input_schema is not None:
+        validator.compile()  # a hand-written schema fails here, at registration, if invalid
 
     wrap: bool | None = None
+    output_validator: _schema.Validator | None = None
     if output_schema is not None:
         _schema.check_schema(output_schema)
+        output_validator = _schema.Validator(output_schema)
+        output_validator.compile()
         wrap = False
     elif structured_output is not False:
         ret = typing.get_type_hints(fn, include_extras=True).get("return", inspect.Signature.empty)
@@ -125,7 +136,9 @@ def make_tool(
                     raise ValueError(f"tool {tool_name!r}: {exc}") from exc
                 output_schema = None
         elif structured_output:
-            raise ValueError(f"tool {tool_name!r}: structured output needs a typed return annotation")
+            raise ValueError(
+                f"tool {tool_name!r}: structured output needs a typed return annotation"
+            )
 
     definition: dict[str, Any] = {"name": tool_name}
     if title:
@@ -144,11 +157,12 @@ def make_tool(
         name=tool_name,
         fn=fn,
         definition=definition,
-        validator=_schema.Validator(schema),
+        validator=validator,
         signature=signature,
         context_param=context_param,
         is_async=inspect.iscoroutinefunction(fn),
         wrap_output=wrap,
+        output_validator=output_validator,
     )
 
 
@@ -163,6 +177,14 @@ def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
     if tool.wrap_output is not None:
         data = _schema.to_json(value)
         structured = {"result": data} if tool.wrap_output else data
+        if tool.output_validator is not None:
+            problems = tool.output_validator.errors(structured)
+            if problems:
+                log.error("tool %r returned output that breaks its outputSchema: %s",
+                          tool.name, "; ".join(problems))
+                return error_result(
+                    f"Tool {tool.name!r} produced output that does not match its outputSchema"
+                )
         return {
             "content": [text(_schema.dumps_text(structured))],
             "structuredContent": structured,
@@ -173,7 +195,9 @@ def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
         return {"content": [text(value)]}
     if is_content_block(value):
         return {"content": [value]}
-    if isinstance(value, (list, tuple)) and all(is_content_block(v) or isinstance(v, str) for v in value):
+    if isinstance(value, (list, tuple)) and all(
+        is_content_block(v) or isinstance(v, str) for v in value
+    ):
         return {"content": [text(v) if isinstance(v, str) else v for v in value]}
     return {"content": [text(_schema.dumps_text(_schema.to_json(value)))]}
 
