@@ -233,6 +233,8 @@ class Signature:
         root.pop("title", None)
         root["type"] = "object"
         root.setdefault("properties", {})
+        if not root.get("required"):
+            root.pop("required", None)
         if not self.var_kw:
             root["additionalProperties"] = False
         if components:
