@@ -31,7 +31,7 @@ def test_any_chunk_boundaries_give_the_same_lines(seed: int) -> None:
     msgs = [json.dumps({"id": i, "t": "x" * rng.randrange(0, 300)}).encode() for i in range(50)]
     stream = b"".join(m + (b"\r\n" if i % 3 == 0 else b"\n") for i, m in enumerate(msgs))
     cuts = sorted(rng.sample(range(1, len(stream)), 40))
-    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)])]
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
     assert feed_all(LineBuffer(), chunks) == msgs
     # Byte by byte, too.
     assert feed_all(LineBuffer(), [stream[i : i + 1] for i in range(len(stream))]) == msgs

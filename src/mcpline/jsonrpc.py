@@ -9,7 +9,7 @@ and nowhere else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -92,7 +92,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-def is_valid_id(value: Any) -> bool:
+def is_valid_id(value: Any) -> TypeGuard[RequestId]:
     """String or integer, never bool, float or null."""
     t = type(value)
     return t is str or t is int

@@ -32,7 +32,8 @@ def has_capability(caps: dict[str, Any], path: str) -> bool:
 
 
 def require_capability(caps: dict[str, Any], path: str) -> None:
-    """Raise -32021 unless ``path`` is declared; the error names it as a ClientCapabilities object."""
+    """Raise -32021 unless ``path`` is declared; the error names it as a ClientCapabilities
+    object."""
     if has_capability(caps, path):
         return
     required: dict[str, Any] = {}

@@ -34,7 +34,9 @@ class RequestMeta:
 
     def wants_log(self, level: str) -> bool:
         """True when a `notifications/message` at ``level`` may be sent for this request."""
-        return self.log_level is not None and LOG_LEVEL_RANK[level] >= LOG_LEVEL_RANK[self.log_level]
+        if self.log_level is None:
+            return False
+        return LOG_LEVEL_RANK[level] >= LOG_LEVEL_RANK[self.log_level]
 
 
 def has_modern_meta(params: Any) -> bool:
@@ -96,7 +98,9 @@ def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMet
         )
     token = meta.get("progressToken")
     if token is not None and type(token) not in (str, int):
-        raise JsonRpcError(INVALID_PARAMS, "Invalid params: progressToken must be a string or integer")
+        raise JsonRpcError(
+            INVALID_PARAMS, "Invalid params: progressToken must be a string or integer"
+        )
     info = meta.get(CLIENT_INFO_KEY)
     return RequestMeta(
         protocol_version=version,

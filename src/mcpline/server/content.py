@@ -11,7 +11,9 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-def _extra(block: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+def _extra(
+    block: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
+) -> dict[str, Any]:
     if annotations:
         block["annotations"] = annotations
     if meta:
@@ -19,17 +21,31 @@ def _extra(block: dict[str, Any], annotations: dict[str, Any] | None, meta: dict
     return block
 
 
-def text(value: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def text(
+    value: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A text content block."""
     return _extra({"type": "text", "text": value}, annotations, meta)
 
 
-def image(data: bytes | str, mime_type: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def image(
+    data: bytes | str,
+    mime_type: str,
+    *,
+    annotations: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An image block; ``data`` is raw bytes or already base64-encoded text."""
     return _extra({"type": "image", "data": _b64(data), "mimeType": mime_type}, annotations, meta)
 
 
-def audio(data: bytes | str, mime_type: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def audio(
+    data: bytes | str,
+    mime_type: str,
+    *,
+    annotations: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An audio block; ``data`` is raw bytes or already base64-encoded text."""
     return _extra({"type": "audio", "data": _b64(data), "mimeType": mime_type}, annotations, meta)
 
@@ -47,13 +63,24 @@ def resource_link(
 ) -> dict[str, Any]:
     """A link to a resource the client may read."""
     block: dict[str, Any] = {"type": "resource_link", "uri": uri, "name": name}
-    for key, value in (("title", title), ("description", description), ("mimeType", mime_type), ("size", size)):
+    for key, value in (
+        ("title", title),
+        ("description", description),
+        ("mimeType", mime_type),
+        ("size", size),
+    ):
         if value is not None:
             block[key] = value
     return _extra(block, annotations, meta)
 
 
-def embedded_text(uri: str, value: str, mime_type: str | None = "text/plain", *, annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+def embedded_text(
+    uri: str,
+    value: str,
+    mime_type: str | None = "text/plain",
+    *,
+    annotations: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An embedded text resource."""
     res: dict[str, Any] = {"uri": uri, "text": value}
     if mime_type:
@@ -61,7 +88,13 @@ def embedded_text(uri: str, value: str, mime_type: str | None = "text/plain", *,
     return _extra({"type": "resource", "resource": res}, annotations, None)
 
 
-def embedded_blob(uri: str, data: bytes | str, mime_type: str | None = None, *, annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+def embedded_blob(
+    uri: str,
+    data: bytes | str,
+    mime_type: str | None = None,
+    *,
+    annotations: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An embedded binary resource (base64 ``blob``)."""
     res: dict[str, Any] = {"uri": uri, "blob": _b64(data)}
     if mime_type:

@@ -50,7 +50,9 @@ class Context:
         "legacy_version",
     )
 
-    def __init__(self, conn: Connection, request_id: RequestId, method: str, meta: RequestMeta | None) -> None:
+    def __init__(
+        self, conn: Connection, request_id: RequestId, method: str, meta: RequestMeta | None
+    ) -> None:
         self.request_id = request_id
         self.method = method
         self.meta = meta
@@ -125,7 +127,9 @@ class Context:
         else:
             self._loop.call_soon_threadsafe(fn, *args)
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Send `notifications/progress` if the request asked for it (a ``progressToken``).
 
         Values must increase; a value that does not is dropped with a warning on stderr.
@@ -163,7 +167,11 @@ class Context:
         if self.closed:
             return
         if self.meta is not None and self.meta.wants_log(level):
-            params: dict[str, Any] = {"level": level, "logger": logger or self.logger_name, "data": data}
+            params: dict[str, Any] = {
+                "level": level,
+                "logger": logger or self.logger_name,
+                "data": data,
+            }
             self._conn.send_for(self, notification("notifications/message", params))
         else:
             logging.getLogger(logger or self.logger_name).log(_PY_LEVEL[level], "%s", data)

@@ -179,7 +179,8 @@ def _annotate(tp: Any, description: str | None) -> Any:
     if description:
         extras.append(msgspec.Meta(description=description))
     if extras:
-        return typing.Annotated[(tp, *extras)]
+        args = (tp, *extras)
+        return typing.Annotated[args]  # same as Annotated[tp, *extras], valid on 3.10
     return tp
 
 

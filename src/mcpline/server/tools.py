@@ -79,7 +79,8 @@ class Tool:
 
     @property
     def annotations(self) -> dict[str, Any]:
-        return self.definition.get("annotations", {})
+        ann: dict[str, Any] = self.definition.get("annotations", {})
+        return ann
 
 
 def make_tool(
