@@ -8,7 +8,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +34,7 @@ from .prompts import Prompt
 from .resources import Resource, Resources
 from .subscriptions import Subscriptions
 from .tools import Tool, invoke, make_tool
+from .workers import WorkerPool
 
 if TYPE_CHECKING:
     from .runtime import Connection
@@ -153,9 +153,7 @@ class Server:
         self.lifespan_state: Any = None
         self._ready: asyncio.Event | None = None
         self._startup_failed = False
-        self._executor: ThreadPoolExecutor | None = None
-        self._sync_lock = threading.Lock()
-        self._sync_running = 0
+        self._workers: WorkerPool | None = None
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
         self._hidden_tools: set[str] = set()
@@ -513,7 +511,7 @@ class Server:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """Enter the lifespan hook in the background and own the worker threads."""
-        self._executor = ThreadPoolExecutor(self.sync_workers, thread_name_prefix="mcpline-sync")
+        self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
         self._ready = asyncio.Event()
         task: asyncio.Task[None] | None = None
         stop = asyncio.Event()
@@ -530,7 +528,7 @@ class Server:
                     task.cancel()  # still starting: do not make the exit wait for it
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, 5)
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._workers.shutdown()
 
     async def _run_lifespan(self, stop: asyncio.Event) -> None:
         assert self._lifespan is not None and self._ready is not None
@@ -547,22 +545,14 @@ class Server:
 
     async def run_sync(self, fn: Callable[[], Any]) -> Any:
         """Run blocking code on a worker thread."""
-
-        def call() -> Any:
-            try:
-                return fn()
-            finally:
-                with self._sync_lock:
-                    self._sync_running -= 1
-
-        with self._sync_lock:
-            self._sync_running += 1
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        if self._workers is None:  # called outside `running()`: start a pool lazily
+            self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
+        return await self._workers.submit(fn)
 
     @property
     def busy_threads(self) -> int:
         """Sync handlers still running on worker threads (cancelled ones included)."""
-        return self._sync_running
+        return self._workers.running if self._workers is not None else 0
 
     # --- handlers ---------------------------------------------------------------------------
 
