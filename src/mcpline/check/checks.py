@@ -164,6 +164,7 @@ class Checker:
         seed: int = 0,
         soak: int = 0,
         exit_timeout: float = 5.0,
+        startup_timeout: float = 20.0,
         on_result: Callable[[CheckResult], None] | None = None,
     ) -> None:
         self.argv = argv
@@ -175,6 +176,8 @@ class Checker:
         self.seed = seed
         self.soak_requests = soak
         self.exit_timeout = exit_timeout
+        self.startup_timeout = max(startup_timeout, timeout)
+        """How long the first request to a fresh process may take (slow starters exist)."""
         self.on_result = on_result
         self.results: list[CheckResult] = []
         self.processes: list[ServerProcess] = []
@@ -300,7 +303,7 @@ class Checker:
 
     def probe_modern(self, p: ServerProcess) -> None:
         """The first request a modern client sends: ``server/discover`` (digest §9.2)."""
-        resp = p.request("server/discover", timeout=self.timeout)
+        resp = p.request("server/discover", timeout=self.startup_timeout)
         self.facts["first_probe"] = resp
         if resp is None:
             self.probe_outcome = "exited" if not p.alive else "timeout"
@@ -1374,7 +1377,7 @@ class Checker:
 
     def wait_ready(self, p: ServerProcess) -> None:
         if self.modern:
-            p.request("server/discover", timeout=self.timeout)
+            p.request("server/discover", timeout=self.startup_timeout)
         else:
             time.sleep(min(1.0, self.timeout))
 
@@ -1388,9 +1391,7 @@ class Checker:
         if code is None:
             status, seen = (
                 WARN,
-                (
-                    f"still running {self.exit_timeout:g} s after stdin closed (then killed)"
-                ),
+                (f"still running {self.exit_timeout:g} s after stdin closed (then killed)"),
             )
         elif code != 0:
             status, seen = (
@@ -1468,7 +1469,7 @@ class Checker:
             meta=None,
         )
         p.send(init)
-        resp = p.wait_response(0, self.timeout)
+        resp = p.wait_response(0, self.startup_timeout)
         res = resp.get("result") if resp else None
         legacy_ok = (
             isinstance(res, dict)

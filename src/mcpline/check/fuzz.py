@@ -702,6 +702,7 @@ def soak_server(
 def corpus_for(checker: Checker, slow: SlowTool | None, seed: int) -> Corpus:
     p = checker.spawn("corpus")
     try:
+        p.request("server/discover", timeout=checker.startup_timeout)
         prompts = checker.list_all(p, "prompts") if "prompts" in checker.capabilities else None
         resources = (
             checker.list_all(p, "resources") if "resources" in checker.capabilities else None

@@ -62,6 +62,13 @@ def register(sub: Any) -> None:
         help="how long the server may take to exit after EOF or SIGTERM (default 5)",
     )
     p.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="how long the first reply of a fresh server process may take (default 20)",
+    )
+    p.add_argument(
         "--verbose", "-v", action="store_true", help="show the rule and observation of every check"
     )
     p.add_argument(
@@ -126,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         soak=args.soak,
         exit_timeout=args.exit_timeout,
+        startup_timeout=args.startup_timeout,
         on_result=progress,
     )
     try:
