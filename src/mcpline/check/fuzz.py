@@ -335,13 +335,64 @@ class Fuzzer:
         msg["params"]["_meta"]["dev.mcpline-check/padding"] = "p" * size
         return encode(msg)[:-1]
 
-    def _truncated(self) -> bytes:
-        line = self._base_line()
+    def mutate(self, msg: Any) -> bytes:
+        """One malformed line derived from any message (used to fuzz a client with server
+        output): truncated, byte-mutated, a member replaced or removed, oversized, or reshaped."""
+        rng = self.rng
+        base = encode(msg)[:-1]
+        r = rng.random()
+        if r < 0.2:
+            line = self._truncated(base)
+        elif r < 0.4:
+            line = self._byte_mutation(base)
+        elif r < 0.75:
+            copy = json.loads(base)
+            node, key = self._random_slot(copy)
+            if node is None:
+                line = self._byte_mutation(base)
+            else:
+                if rng.random() < 0.3 and isinstance(node, dict):
+                    del node[key]
+                else:
+                    node[key] = rng.choice(_ODD_VALUES)
+                line = encode(copy)[:-1]
+        elif r < 0.78:
+            pad = "p" * rng.randint(64 * 1024, 2 * 1024 * 1024)
+            line = (
+                base[:-1] + b',"padding":"' + pad.encode() + b'"}' if base.endswith(b"}") else base
+            )
+        else:
+            line = rng.choice(
+                [b"", b"[]", b"42", b"null", base + base, b"[" + base + b"]", base[::-1]]
+            )
+        return line.replace(b"\n", b" ") + b"\n"
+
+    def _random_slot(self, obj: Any) -> tuple[Any, Any]:
+        """A random (container, key) inside ``obj``."""
+        slots: list[tuple[Any, Any]] = []
+        stack = [obj]
+        while stack and len(slots) < 500:
+            node = stack.pop()
+            items = (
+                node.items()
+                if isinstance(node, dict)
+                else enumerate(node)
+                if isinstance(node, list)
+                else ()
+            )
+            for k, v in items:
+                slots.append((node, k))
+                if isinstance(v, (dict, list)):
+                    stack.append(v)
+        return self.rng.choice(slots) if slots else (None, None)
+
+    def _truncated(self, line: bytes | None = None) -> bytes:
+        line = self._base_line() if line is None else line
         return line[: self.rng.randint(0, len(line) - 1)]
 
-    def _byte_mutation(self) -> bytes:
+    def _byte_mutation(self, base: bytes | None = None) -> bytes:
         rng = self.rng
-        line = bytearray(self._base_line())
+        line = bytearray(self._base_line() if base is None else base)
         for _ in range(rng.randint(1, 4)):
             op = rng.random()
             pos = rng.randint(0, len(line))
