@@ -423,6 +423,17 @@ class Server:
         caps["logging"] = {}
         return caps
 
+    def offers(self, capability: str) -> bool:
+        """Whether `capabilities` advertises ``capability`` (cheap for the common ones, since
+        every request asks)."""
+        if capability == "tools":
+            return self._tools_enabled
+        if capability == "prompts":
+            return self._prompts_enabled
+        if capability == "resources":
+            return self._resources_enabled
+        return capability in self.capabilities()
+
     def _auto_completions(self) -> bool:
         """Whether some prompt argument or template variable completes itself (an enum)."""
         for prompt in self._prompts.values():
@@ -466,7 +477,7 @@ class Server:
                     )
                 raise JsonRpcError(METHOD_NOT_FOUND, why)
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
-        if method.capability is not None and method.capability not in self.capabilities():
+        if method.capability is not None and not self.offers(method.capability):
             raise JsonRpcError(
                 METHOD_NOT_FOUND,
                 f"Method not found: {req.method} (this server does not offer {method.capability})",

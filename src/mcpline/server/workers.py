@@ -2,8 +2,10 @@
 
 Compared with ``loop.run_in_executor(ThreadPoolExecutor)``: no `concurrent.futures`
 future per call, and finished calls are handed back to the event loop in batches (one
-loop wake-up for every call that finished meanwhile, instead of one per call). A new
-thread is started only when a call would otherwise wait and fewer than ``size`` exist.
+loop wake-up for every call that finished meanwhile, instead of one per call). Threads
+are added only while calls keep waiting (a burst of short calls is served by the threads
+already running instead of waking ``size`` threads that fight over the GIL); blocking
+calls still get up to ``size`` threads, each started within `SPAWN_DELAY`.
 Threads are daemons: a handler that never returns cannot keep the process alive.
 """
 
@@ -17,6 +19,9 @@ from typing import Any
 
 _Item = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 _Done = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
+
+SPAWN_DELAY = 0.001
+"""How long a call may wait for a busy thread before another thread is started for it."""
 
 
 class WorkerPool:
@@ -35,6 +40,7 @@ class WorkerPool:
         self._idle = 0
         """Threads waiting for work that no `submit` has woken yet."""
         self._closed = False
+        self._check_pending = False
         self._done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
 
     @property
@@ -58,15 +64,35 @@ class WorkerPool:
                 self._idle -= 1
                 self._cond.notify()
                 return fut
-            spawn = len(self._threads) < self.size
-            if spawn:
+            if self._threads:
+                # Every thread is busy. Short calls will be picked up in a moment by the
+                # threads we have; only if work is still waiting shortly do we add more.
+                if not self._check_pending:
+                    self._check_pending = True
+                    loop.call_later(SPAWN_DELAY, self._grow)
+                return fut
+        self._spawn(1)
+        return fut
+
+    def _grow(self) -> None:
+        """Add threads for the calls still waiting (up to ``size``)."""
+        with self._cond:
+            self._check_pending = False
+            waiting = len(self._queue) - self._idle
+        if waiting > 0 and not self._closed:
+            self._spawn(waiting)
+
+    def _spawn(self, count: int) -> None:
+        started = []
+        with self._cond:
+            for _ in range(min(count, self.size - len(self._threads))):
                 thread = threading.Thread(
                     target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
                 )
                 self._threads.append(thread)
-        if spawn:
+                started.append(thread)
+        for thread in started:
             thread.start()
-        return fut
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         return await self.submit(fn)
