@@ -55,10 +55,13 @@ class Figure:
 
 FIGURES = [
     Figure("cold", "cold start → first reply (discover)", "s", 1, False),
-    Figure("seq", "sequential `tools/call` echo", "/s", 1, True),
-    Figure("pipe", "pipelined echo, 100 in flight", "/s", 1, True),
+    Figure("seq", "sequential `tools/call` echo (sync tool)", "/s", 1, True),
+    Figure("pipe", "pipelined echo, 100 in flight (sync tool)", "/s", 1, True),
     Figure("cpu_pipe", "server CPU per pipelined call", "µs", 1e6, False),
     Figure("cpu_seq", "server CPU per sequential call", "µs", 1e6, False),
+    Figure("seq_async", "sequential echo, async tool", "/s", 1, True),
+    Figure("pipe_async", "pipelined echo, async tool, 100 in flight", "/s", 1, True),
+    Figure("cpu_pipe_async", "server CPU per pipelined call, async tool", "µs", 1e6, False),
     Figure("sleeps", "50 × `sleep(200 ms)` at once", "s", 1, False),
     Figure("big", "5 MiB argument echo round trip", "s", 1, False),
     Figure("idle_rss", "idle RSS after discover", "MiB", 1 / MIB, False),
@@ -110,6 +113,11 @@ def battery(spec: Spec, args: argparse.Namespace) -> tuple[dict[str, list[float]
         pipe = s.throughput(args.pipe_seconds, 100)
         out["pipe"] = [pipe["per_s"]]
         out["cpu_pipe"] = [pipe["cpu_per_call"]]
+        seq = s.throughput(args.seq_seconds, 1, "aecho")
+        out["seq_async"] = [seq["per_s"]]
+        pipe = s.throughput(args.pipe_seconds, 100, "aecho")
+        out["pipe_async"] = [pipe["per_s"]]
+        out["cpu_pipe_async"] = [pipe["cpu_per_call"]]
         elapsed, replies = s.burst(50, "sleep", {"ms": 200})
         if len(replies) != 50:
             raise BenchError(f"{spec.name}: {len(replies)} sleep replies, expected 50")

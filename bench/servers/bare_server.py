@@ -1,7 +1,7 @@
 """The floor: read a line, decode it, build a reply, write it. No MCP logic at all.
 
 Not a competitor: it shows what Python over pipes can do. It answers ``server/discover``
-and ``tools/call`` for ``echo``/``sleep`` without validating anything; sleeps are timers
+and ``tools/call`` for ``echo``/``aecho``/``sleep`` without validating anything; sleeps are timers
 in a heap driven by ``select``, so 50 of them overlap. Replies to the lines of one read
 are written with one ``os.write`` loop.
 """

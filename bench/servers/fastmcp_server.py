@@ -14,6 +14,12 @@ def echo(text: str) -> str:
 
 
 @app.tool
+async def aecho(text: str) -> str:
+    """Return the text unchanged (an async tool: no worker thread)."""
+    return text
+
+
+@app.tool
 async def sleep(ms: int) -> str:
     """Sleep for ``ms`` milliseconds, then say so."""
     await asyncio.sleep(ms / 1000)
