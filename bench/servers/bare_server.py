@@ -1,9 +1,9 @@
 """The floor: read a line, decode it, build a reply, write it. No MCP logic at all.
 
-Not a competitor: it shows what Python over pipes can do. It answers ``server/discover``
-and ``tools/call`` for ``echo``/``aecho``/``sleep`` without validating anything; sleeps are timers
-in a heap driven by ``select``, so 50 of them overlap. Replies to the lines of one read
-are written with one ``os.write`` loop.
+Not a competitor: it shows what Python over pipes can do. It answers ``server/discover``,
+``tools/list`` and ``tools/call`` for ``echo``/``aecho``/``sleep`` without validating
+anything; sleeps are timers in a heap driven by ``select``, so 50 of them overlap. Replies
+to the lines of one read are written with one ``os.write`` loop.
 """
 
 import heapq
@@ -19,6 +19,22 @@ encode = msgspec.json.Encoder().encode
 DISCOVER = {
     "supportedVersions": ["2026-07-28"],
     "capabilities": {"tools": {}},
+    "ttlMs": 0,
+    "cacheScope": "public",
+    "resultType": "complete",
+}
+
+TEXT_TOOL = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+TOOLS = {
+    "tools": [
+        {"name": "echo", "description": "Return the text unchanged.", "inputSchema": TEXT_TOOL},
+        {"name": "aecho", "description": "Return the text unchanged.", "inputSchema": TEXT_TOOL},
+        {
+            "name": "sleep",
+            "description": "Sleep for ms milliseconds.",
+            "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}},
+        },
+    ],
     "ttlMs": 0,
     "cacheScope": "public",
     "resultType": "complete",
@@ -74,6 +90,8 @@ def main():
                 rid = msg.get("id")
                 if method == "server/discover":
                     out.append(reply(rid, DISCOVER))
+                elif method == "tools/list":
+                    out.append(reply(rid, TOOLS))
                 elif method == "tools/call":
                     params = msg["params"]
                     args = params.get("arguments") or {}
