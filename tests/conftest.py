@@ -16,7 +16,8 @@ from .proc import EXAMPLES, ServerProcess, python_server
 def pytest_sessionstart(session: pytest.Session) -> None:
     if wirecheck.schema_dir() is None and os.environ.get("CI"):
         raise pytest.UsageError(
-            "the official MCP schemas are missing (shared/spec beside the repo or MCPLINE_SCHEMA_DIR)"
+            "the official MCP schemas are missing "
+            "(shared/spec beside the repo or MCPLINE_SCHEMA_DIR)"
         )
 
 

@@ -6,6 +6,7 @@ Every line the server writes is recorded and checked against the official schema
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -39,7 +40,9 @@ def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
 class ServerProcess:
     """A server under test, spoken to over real pipes."""
 
-    def __init__(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None
+    ) -> None:
         full_env = dict(os.environ)
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         if env:
@@ -95,8 +98,10 @@ class ServerProcess:
         if isinstance(msg, dict) and "id" in msg and "method" in msg:
             self.methods[msg["id"]] = msg["method"]
             params = msg.get("params")
-            if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and (
-                "io.modelcontextprotocol/protocolVersion" in params["_meta"]
+            if (
+                isinstance(params, dict)
+                and isinstance(params.get("_meta"), dict)
+                and ("io.modelcontextprotocol/protocolVersion" in params["_meta"])
             ):
                 self.modern_ids.add(msg["id"])
         self.send_raw(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
@@ -104,10 +109,23 @@ class ServerProcess:
     def next_id(self) -> int:
         return next(self._ids)
 
-    def request_msg(self, method: str, params: dict[str, Any] | None = None, *, id: Any = None, caps: dict[str, Any] | None = None, **meta_extra: Any) -> dict[str, Any]:
+    def request_msg(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        id: Any = None,
+        caps: dict[str, Any] | None = None,
+        **meta_extra: Any,
+    ) -> dict[str, Any]:
         p = dict(params or {})
         p.setdefault("_meta", meta(caps, **meta_extra))
-        return {"jsonrpc": "2.0", "id": self.next_id() if id is None else id, "method": method, "params": p}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.next_id() if id is None else id,
+            "method": method,
+            "params": p,
+        }
 
     def read(self, timeout: float = 10.0) -> dict[str, Any]:
         """The next message the server writes (checked against the schema)."""
@@ -135,17 +153,26 @@ class ServerProcess:
             return wirecheck.MODERN
         return wirecheck.LEGACY if self.legacy else wirecheck.MODERN
 
-    def read_until(self, id: Any, timeout: float = 10.0) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def read_until(
+        self, id: Any, timeout: float = 10.0
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Messages up to the response to ``id``: (response, notifications seen before it)."""
         seen: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while True:
             msg = self.read(max(0.01, deadline - time.monotonic()))
-            if "id" in msg and "method" not in msg and msg["id"] == id and type(msg["id"]) is type(id):
+            if (
+                "id" in msg
+                and "method" not in msg
+                and msg["id"] == id
+                and type(msg["id"]) is type(id)
+            ):
                 return msg, seen
             seen.append(msg)
 
-    def request(self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 10.0, **kw: Any) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float = 10.0, **kw: Any
+    ) -> dict[str, Any]:
         msg = self.request_msg(method, params, **kw)
         self.send(msg)
         resp, _ = self.read_until(msg["id"], timeout)
@@ -159,10 +186,8 @@ class ServerProcess:
 
     def close_stdin(self) -> None:
         if self.proc.stdin and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
 
     def wait(self, timeout: float = 5.0) -> int:
         return self.proc.wait(timeout)

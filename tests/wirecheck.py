@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,10 @@ RESULT_DEFS = {
     "resources/subscribe": "EmptyResult",
     "resources/unsubscribe": "EmptyResult",
 }
-TYPED_ERRORS = {-32021: "MissingRequiredClientCapabilityError", -32022: "UnsupportedProtocolVersionError"}
+TYPED_ERRORS = {
+    -32021: "MissingRequiredClientCapabilityError",
+    -32022: "UnsupportedProtocolVersionError",
+}
 
 
 class SchemaMissing(RuntimeError):
@@ -52,19 +55,20 @@ def schema_dir() -> Path | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _defs(version: str) -> tuple[str, dict[str, Any]]:
     d = schema_dir()
     if d is None:
         raise SchemaMissing(
-            "official MCP schemas not found: set MCPLINE_SCHEMA_DIR or place shared/spec beside the repo"
+            "official MCP schemas not found: "
+            "set MCPLINE_SCHEMA_DIR or place shared/spec beside the repo"
         )
     doc = json.loads((d / f"schema-{version}.json").read_text())
     key = "$defs" if "$defs" in doc else "definitions"
     return key, doc[key]
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(version: str, name: str) -> Any:
     key, defs = _defs(version)
     if name not in defs:
@@ -95,7 +99,11 @@ def check_message(msg: Any, *, method: str | None = None, version: str = MODERN)
         return problems(version, name, msg) if name else []
     if "result" in msg and method:
         result = msg["result"]
-        if version == MODERN and isinstance(result, dict) and result.get("resultType") == "input_required":
+        if (
+            version == MODERN
+            and isinstance(result, dict)
+            and result.get("resultType") == "input_required"
+        ):
             return problems(version, "InputRequiredResult", result)
         name = RESULT_DEFS.get(method)
         if name is None:
@@ -106,5 +114,9 @@ def check_message(msg: Any, *, method: str | None = None, version: str = MODERN)
             return []
         return problems(version, name, result)
     if "method" in msg and "id" in msg:
-        return problems(version, "ServerRequest", msg) if version == LEGACY else ["a modern server sent a request"]
+        return (
+            problems(version, "ServerRequest", msg)
+            if version == LEGACY
+            else ["a modern server sent a request"]
+        )
     return []

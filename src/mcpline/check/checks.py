@@ -104,7 +104,9 @@ def find_slow_tool(tools: Iterable[dict[str, Any]]) -> SlowTool | None:
         if not isinstance(name, str) or not SLOW_NAME.search(name):
             continue
         schema = tool.get("inputSchema")
-        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(schema, dict):
+            continue
+        props = schema.get("properties")
         if not isinstance(props, dict):
             continue
         required = schema.get("required") or []
@@ -398,7 +400,7 @@ class Checker:
         big = p.request_msg(
             "server/discover",
             id="large",
-            meta=modern_meta(**{"dev.mcpline-check/padding": "x" * (1 << 20)}),
+            meta=modern_meta(None, {"dev.mcpline-check/padding": "x" * (1 << 20)}),
         )
         p.send(big)
         got = p.wait_response("large", max(self.timeout, 10.0))
@@ -877,7 +879,7 @@ class Checker:
             "(digest §4.2, §5.2)"
         )
         full = modern_meta()
-        cases = [
+        cases: list[tuple[str, dict[str, Any], str]] = [
             ("errors.meta-missing", {"params": {}}, "params without _meta"),
             ("errors.params-missing", {}, "no params at all"),
             (
@@ -926,7 +928,7 @@ class Checker:
         m = p.request_msg(
             "server/discover",
             id="err-legacy-version",
-            meta=modern_meta(**{PROTOCOL_VERSION_KEY: LEGACY}),
+            meta=modern_meta(None, {PROTOCOL_VERSION_KEY: LEGACY}),
         )
         self.expect(
             "errors.legacy-version-in-meta",
@@ -939,7 +941,7 @@ class Checker:
             what=f"_meta protocolVersion {LEGACY}",
         )
         m = p.request_msg(
-            "server/discover", id="err-loglevel", meta=modern_meta(**{LOG_LEVEL_KEY: "verbose"})
+            "server/discover", id="err-loglevel", meta=modern_meta(None, {LOG_LEVEL_KEY: "verbose"})
         )
         self.expect(
             "errors.invalid-log-level",
@@ -998,7 +1000,7 @@ class Checker:
         requested = "v999.0.0"
         resp = p.request(
             "server/discover",
-            meta=modern_meta(**{PROTOCOL_VERSION_KEY: requested}),
+            meta=modern_meta(None, {PROTOCOL_VERSION_KEY: requested}),
             timeout=self.timeout,
         )
         problems = []
@@ -1337,7 +1339,7 @@ class Checker:
             "tools/call",
             {"name": slow.name, "arguments": slow.arguments(2.0)},
             id="cancel-me",
-            meta=modern_meta(progressToken=token),
+            meta=modern_meta(None, {"progressToken": token}),
         )
         mark = p.mark()
         p.send(msg)

@@ -49,14 +49,17 @@ def idkey(value: Any) -> tuple[str, Any]:
     return ("json", encode(value))
 
 
-def modern_meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    """The per-request ``_meta`` a 2026-07-28 client sends."""
+def modern_meta(
+    caps: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The per-request ``_meta`` a 2026-07-28 client sends, with ``overrides`` applied."""
     meta: dict[str, Any] = {
         PROTOCOL_VERSION_KEY: MODERN,
         CLIENT_CAPABILITIES_KEY: {} if caps is None else caps,
         CLIENT_INFO_KEY: CLIENT_INFO,
     }
-    meta.update(extra)
+    if overrides:
+        meta.update(overrides)
     return meta
 
 
