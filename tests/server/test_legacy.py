@@ -474,3 +474,25 @@ def test_resource_read_asks_through_a_real_request(srv: ServerProcess) -> None:
     assert asked[0]["params"]["message"] == "Show note 7?"
     assert resp["result"]["contents"][0]["text"] == "note 7: ok=True state={'id': '7'}"
     assert not {"resultType", "ttlMs", "cacheScope", "_meta"} & set(resp["result"])
+
+
+def test_requests_waiting_on_the_client_hold_no_in_flight_slot(
+    spawn: Callable[..., ServerProcess],
+) -> None:
+    """With one slot, three calls that each wait for a client answer still all complete:
+    a request waiting on the peer must not stop the server from reading that answer."""
+    p = spawn(SERVER, env={"MAX_IN_FLIGHT": "1", "LEGACY_TIMEOUT": "20"})
+    initialize(p, {"elicitation": {}})
+    rids = [legacy_request(p, "tools/call", {"name": "greet"}) for _ in range(3)]
+    results: dict[Any, dict[str, Any]] = {}
+    deadline = time.monotonic() + 15
+    while len(results) < len(rids):
+        msg = p.read(max(0.01, deadline - time.monotonic()))
+        if "method" in msg and "id" in msg:
+            p.send({"jsonrpc": "2.0", "id": msg["id"], **accept_name(msg)})
+        elif msg.get("id") in rids:
+            results[msg["id"]] = msg
+    assert all(
+        r["result"] == {"content": [{"type": "text", "text": "Hello, Ada!"}]}
+        for r in results.values()
+    )

@@ -447,7 +447,8 @@ class LegacyEra:
         session.pending[rid] = fut
         conn.send(jsonrpc.request(rid, method, params))
         try:
-            return await asyncio.wait_for(fut, self.request_timeout)
+            with conn.waiting_on_peer(ctx):
+                return await asyncio.wait_for(fut, self.request_timeout)
         except asyncio.TimeoutError:
             self._cancel_client_request(conn, rid, "timed out")
             raise ClientInputError(

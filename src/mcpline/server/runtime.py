@@ -7,10 +7,11 @@ the connection a `write` callable plus read pause/resume callbacks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc
@@ -55,9 +56,9 @@ class Connection:
         self._lines = LineBuffer(server.max_line_bytes)
         self.inflight: dict[RequestId, tuple[asyncio.Task[None], Context]] = {}
         self._pending: deque[Request] = deque()
-        self.long_lived = 0
-        """In-flight requests that stay open until ended (listens): exempt from the limit."""
         """Requests read while at the in-flight limit; started in order as slots free up."""
+        self.idle = 0
+        """In-flight requests that hold no slot: listens, and requests waiting on the peer."""
         self._read_paused = False
         self._write_paused = False
         self.closing = asyncio.Event()
@@ -129,13 +130,39 @@ class Connection:
         task = self.loop.create_task(self._run(ctx, awaitable))
         self.inflight[req.id] = (task, ctx)
         if ctx.extra.get("long_lived"):
-            self.long_lived += 1
+            self._set_idle(ctx, True)
         if self._held():
             self._pause_reading()
 
+    def _set_idle(self, ctx: Context, idle: bool) -> None:
+        if bool(ctx.extra.get("idle")) is idle:
+            return
+        ctx.extra["idle"] = idle
+        self.idle += 1 if idle else -1
+        if idle and self._read_paused:
+            self._release()
+
+    @contextlib.contextmanager
+    def waiting_on_peer(self, ctx: Context) -> Iterator[None]:
+        """While a request awaits an answer from the peer it holds no in-flight slot, so that
+        reading goes on and the answer can arrive even when every slot is taken."""
+        entry = self.inflight.get(ctx.request_id)
+        if entry is None or entry[1] is not ctx or ctx.extra.get("idle"):
+            yield
+            return
+        self._set_idle(ctx, True)
+        try:
+            yield
+        finally:
+            entry = self.inflight.get(ctx.request_id)
+            if entry is not None and entry[1] is ctx and not ctx.extra.get("long_lived"):
+                self._set_idle(ctx, False)
+                if self._held():
+                    self._pause_reading()
+
     def _held(self) -> bool:
         """At the in-flight limit, or the peer is not reading our output."""
-        busy = len(self.inflight) - self.long_lived
+        busy = len(self.inflight) - self.idle
         return self._write_paused or busy >= self.server.max_in_flight
 
     def _pause_reading(self) -> None:
@@ -208,8 +235,7 @@ class Connection:
         entry = self.inflight.get(ctx.request_id)
         if entry is not None and entry[1] is ctx:
             del self.inflight[ctx.request_id]
-            if ctx.extra.get("long_lived"):
-                self.long_lived -= 1
+            self._set_idle(ctx, False)
         if self._read_paused:
             self._release()
 
@@ -223,8 +249,7 @@ class Connection:
                     return True
             return False
         task, ctx = entry
-        if ctx.extra.get("long_lived"):
-            self.long_lived -= 1
+        self._set_idle(ctx, False)
         ctx.closed = True
         task.cancel()
         log.debug("request %r cancelled (%s)", request_id, reason or "no reason given")
