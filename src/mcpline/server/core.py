@@ -157,6 +157,8 @@ class Server:
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
         self._hidden_tools: set[str] = set()
+        self._listed_tools: list[dict[str, Any]] | None = None
+        """`tools/list` order, built once per change of the registry (not once per page)."""
         self.read_ttl_ms = read_ttl_ms
         self.read_cache_scope = read_cache_scope
         """Default caching hints of ``resources/read`` results (per resource: ``ttl_ms=``)."""
@@ -249,6 +251,7 @@ class Server:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._listed_tools = None
         if hidden:
             self._hidden_tools.add(tool.name)
         self._tools_enabled = True
@@ -259,6 +262,7 @@ class Server:
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
         del self._tools[name]
+        self._listed_tools = None
         if name in self._hidden_tools:
             self._hidden_tools.discard(name)
         else:
@@ -604,7 +608,11 @@ class Server:
         return result
 
     async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        listed = [t.definition for t in self._tools.values() if t.name not in self._hidden_tools]
+        listed = self._listed_tools
+        if listed is None:
+            hidden = self._hidden_tools
+            listed = [t.definition for t in self._tools.values() if t.name not in hidden]
+            self._listed_tools = listed
         page, nxt = self.paginate("tools", listed, params)
         return self.list_result("tools", page, nxt)
 
