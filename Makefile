@@ -25,3 +25,5 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/client.py
+	$(BIN)/python bench/scaling.py
