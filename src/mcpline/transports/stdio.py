@@ -259,18 +259,31 @@ async def serve_fds(
     async with server.running():
         writer = Writer(out_fd)
         await writer.open()
-        pause: list[Callable[[], None]] = []
-        resume: list[Callable[[], None]] = []
+        # Some loops (uvloop) deliver data while the reader is still being opened, so the
+        # connection may ask to pause before the controls exist: remember it, apply it after.
+        controls: list[Callable[[], None]] = []
+        held = [False]
+
+        def pause_reading() -> None:
+            if controls:
+                controls[0]()
+            else:
+                held[0] = True
+
+        def resume_reading() -> None:
+            if controls:
+                controls[1]()
+            else:
+                held[0] = False
+
         conn = Connection(
-            server,
-            writer.write,
-            pause_reading=lambda: pause[0](),
-            resume_reading=lambda: resume[0](),
+            server, writer.write, pause_reading=pause_reading, resume_reading=resume_reading
         )
         writer.attach(conn)
         p, r, close_reader = await open_reader(in_fd, conn)
-        pause.append(p)
-        resume.append(r)
+        controls += [p, r]
+        if held[0]:
+            p()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, _on_signal, conn, sig)
