@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..jsonrpc import RequestId
-from ..protocol.versions import LEGACY_VERSIONS, LOG_LEVEL_KEY, LOG_LEVELS, MODERN_VERSIONS
+from ..protocol.versions import (
+    LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
+    LOG_LEVELS,
+    MODERN_VERSIONS,
+    PYTHON_LOG_LEVEL,
+)
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
@@ -38,16 +44,6 @@ IDEMPOTENT_METHODS = frozenset(
 )
 """Requests that are safe to send again on a restarted server."""
 
-_LOG_TO_LOGGING = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 _UNSET: Any = object()
 
@@ -357,7 +353,7 @@ class Client:
                 if asyncio.iscoroutine(res):
                     asyncio.get_running_loop().create_task(res)
             else:
-                level = _LOG_TO_LOGGING.get(str(params.get("level")), logging.INFO)
+                level = PYTHON_LOG_LEVEL.get(str(params.get("level")), logging.INFO)
                 logging.getLogger("mcpline.client.server_log").log(
                     level, "%s", params.get("data"), extra={"logger_name": params.get("logger")}
                 )

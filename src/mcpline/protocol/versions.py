@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 MODERN = "2026-07-28"
 MODERN_VERSIONS: tuple[str, ...] = (MODERN,)
 """Per-request (`_meta`) revisions, newest first."""
@@ -28,3 +30,15 @@ LOG_LEVELS: tuple[str, ...] = (
     "emergency",
 )
 LOG_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+
+PYTHON_LOG_LEVEL = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+"""The `logging` level each MCP log level maps to."""

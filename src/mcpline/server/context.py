@@ -9,22 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ..jsonrpc import MISSING, RequestId, notification
 from ..protocol.capabilities import has_capability, require_capability
 from ..protocol.meta import RequestMeta
-from ..protocol.versions import LOG_LEVEL_RANK
+from ..protocol.versions import LOG_LEVEL_RANK, PYTHON_LOG_LEVEL
 
 if TYPE_CHECKING:
     from .mrtr import InputRequest
     from .runtime import Connection
 
-_PY_LEVEL = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 
 class Context:
@@ -174,7 +164,7 @@ class Context:
             }
             self._conn.send_for(self, notification("notifications/message", params))
         else:
-            logging.getLogger(logger or self.logger_name).log(_PY_LEVEL[level], "%s", data)
+            logging.getLogger(logger or self.logger_name).log(PYTHON_LOG_LEVEL[level], "%s", data)
 
     def debug(self, data: Any) -> None:
         self.log("debug", data)
