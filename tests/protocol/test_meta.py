@@ -51,6 +51,8 @@ def without(key: str, **extra: Any) -> dict[str, Any]:
         (good(**{CC: "all"}), -32602),
         (good(**{LL: "verbose"}), -32602),
         (good(**{LL: 3}), -32602),
+        (good(**{LL: []}), -32602),
+        (good(**{LL: {"level": "info"}}), -32602),
         (good(progressToken=1.5), -32602),
         (good(progressToken=True), -32602),
         (good(**{PV: "2025-11-25"}), -32022),

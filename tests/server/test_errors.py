@@ -203,6 +203,8 @@ INVALID_PARAMS = [
     ("clientCapabilities not an object", _req(111, {"_meta": _meta_without(CC, **{CC: []})})),
     ("clientCapabilities null", _req(112, {"_meta": _meta_without(CC, **{CC: None})})),
     ("bad logLevel", _req(113, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": "loud"})})),
+    ("logLevel a list", _req(123, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": []})})),
+    ("logLevel an object", _req(124, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": {}})})),
     ("bad progressToken", _req(114, {"_meta": meta(progressToken=1.5)})),
     ("unknown tool", _req(115, {"_meta": meta(), "name": "nope"}, "tools/call")),
     ("tool name missing", _req(116, {"_meta": meta()}, "tools/call")),

@@ -91,7 +91,7 @@ def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMet
             {"supported": list(supported), "requested": version},
         )
     level = meta.get(LOG_LEVEL_KEY)
-    if level is not None and level not in LOG_LEVEL_RANK:
+    if level is not None and (type(level) is not str or level not in LOG_LEVEL_RANK):
         raise JsonRpcError(
             INVALID_PARAMS,
             f"Invalid params: {LOG_LEVEL_KEY} must be one of {', '.join(LOG_LEVELS)}",
