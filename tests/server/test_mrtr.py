@@ -290,6 +290,8 @@ def test_unknown_extra_responses_are_ignored(srv: ServerProcess) -> None:
         {"who": 12345},
         {"who": None},
         {"who": {"action": "maybe"}},
+        {"who": {"action": ["accept"]}},
+        {"who": {"action": {"accept": True}}},
         {"who": {"content": {"name": "x"}}},
         {"who": {"action": "accept", "content": {"name": {"nested": 1}}}},
         {"who": {"action": "accept", "content": "Ada"}},
@@ -309,6 +311,22 @@ def test_wrong_shape_for_the_recorded_method_is_32602(srv: ServerProcess) -> Non
             caps=ELICIT_CAPS,
             requestState=r1["requestState"],
             inputResponses={"step1": sampling_answer},
+        ),
+        -32602,
+    )
+    assert "step1" in err["message"]
+
+
+def test_unhashable_action_for_a_recorded_key_is_32602(srv: ServerProcess) -> None:
+    # Checked by the framework before the handler runs (the key is in the sealed state).
+    r1 = result(call(srv, "multi", caps=ELICIT_CAPS))
+    err = error(
+        call(
+            srv,
+            "multi",
+            caps=ELICIT_CAPS,
+            requestState=r1["requestState"],
+            inputResponses={"step1": {"action": ["accept"]}},
         ),
         -32602,
     )

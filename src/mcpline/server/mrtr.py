@@ -264,7 +264,8 @@ def response_problem(method: str, value: Any) -> str | None:
     if type(value) is not dict:
         return "must be an object"
     if method == ELICIT:
-        if value.get("action") not in _ELICIT_ACTIONS:
+        action = value.get("action")
+        if type(action) is not str or action not in _ELICIT_ACTIONS:
             return "must have action 'accept', 'decline' or 'cancel'"
         content = value.get("content", MISSING)
         if content is MISSING or content is None:
