@@ -192,6 +192,8 @@ def test_ping_set_level_and_logging(srv: ServerProcess) -> None:
     _, notes, _ = exchange(srv, legacy_request(srv, "tools/call", {"name": "log_three"}))
     assert len([n for n in notes if n["method"] == "notifications/message"]) == 4
     assert call(srv, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
+    assert call(srv, "logging/setLevel", {"level": ["info"]})["error"]["code"] == -32602
+    assert call(srv, "logging/setLevel", {"level": {"info": 1}})["error"]["code"] == -32602
 
 
 def test_legacy_only_methods_and_modern_only_methods(srv: ServerProcess) -> None:

@@ -293,7 +293,7 @@ class LegacyEra:
         self, ctx: Context, session: LegacySession, params: dict[str, Any]
     ) -> dict[str, Any]:
         level = params.get("level")
-        if level not in LOG_LEVEL_RANK:
+        if type(level) is not str or level not in LOG_LEVEL_RANK:
             raise JsonRpcError(
                 INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}"
             )
