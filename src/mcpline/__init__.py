@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .jsonrpc import JsonRpcError
 from .protocol.capabilities import MissingCapabilityError
-from .protocol.uritemplate import UriTemplate
-from .server.completion import Completion
 from .server.content import (
     ToolError,
     ToolResult,
@@ -21,8 +19,13 @@ from .server.content import (
 from .server.context import Context
 from .server.core import Server
 from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
-from .server.prompts import assistant, user
-from .server.resources import ResourceNotFoundError
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .protocol.uritemplate import UriTemplate
+    from .server.completion import Completion
+    from .server.prompts import assistant, user
+    from .server.resources import ResourceNotFoundError
 
 __version__ = "0.1.0"
 
@@ -54,9 +57,23 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "Client":
-        from .client import Client
+_LAZY = {
+    "Client": ".client",
+    "UriTemplate": ".protocol.uritemplate",
+    "Completion": ".server.completion",
+    "assistant": ".server.prompts",
+    "user": ".server.prompts",
+    "ResourceNotFoundError": ".server.resources",
+}
+"""Exports whose modules load on first access (start-up of a tools-only server stays light)."""
 
-        return Client
-    raise AttributeError(name)
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

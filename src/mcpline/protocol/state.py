@@ -23,12 +23,9 @@ and params); a handler that needs single use must record consumption itself.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import math
 import os
 import re
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -68,6 +65,8 @@ def params_digest(params: Mapping[str, Any]) -> str:
         OverflowError,
     ) as exc:  # not JSON data (cannot come off the wire)
         raise ValueError(f"params are not JSON data: {exc}") from None
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -89,7 +88,7 @@ def resolve_key(key: bytes | str | None) -> tuple[bytes, bool]:
         if env:
             key = env
     if key is None:
-        return secrets.token_bytes(32), False
+        return os.urandom(32), False  # what secrets.token_bytes does, without its imports
     raw = key.encode("utf-8") if isinstance(key, str) else bytes(key)
     if len(raw) < MIN_KEY_BYTES:
         raise ValueError(
@@ -117,15 +116,22 @@ class StateSealer:
     ) -> None:
         if ttl <= 0:
             raise ValueError("state ttl must be positive")
-        raw, self.stable = resolve_key(key)
-        # Derive a dedicated MAC key so the configured secret is used for nothing else.
-        self._key = hmac.new(
-            raw, b"mcpline requestState v1\x00" + scope.encode(), hashlib.sha256
-        ).digest()
+        self._raw, self.stable = resolve_key(key)
+        self._scope = scope
+        self._key: bytes | None = None
         self.ttl = ttl
         self._clock = clock
 
     def _mac(self, body: bytes) -> str:
+        # hashlib/hmac load on the first seal or open, not with the server.
+        import hashlib
+        import hmac
+
+        if self._key is None:
+            # Derive a dedicated MAC key so the configured secret is used for nothing else.
+            self._key = hmac.new(
+                self._raw, b"mcpline requestState v1\x00" + self._scope.encode(), hashlib.sha256
+            ).digest()
         return hmac.new(self._key, body, hashlib.sha256).hexdigest()
 
     def seal(
@@ -148,7 +154,7 @@ class StateSealer:
             "m": method,
             "d": params_digest(params),
             "x": math.ceil(self._clock() + (self.ttl if ttl is None else ttl)),
-            "n": secrets.token_hex(8),
+            "n": os.urandom(8).hex(),  # = secrets.token_hex(8)
             "s": state,
             "k": dict(input_methods or {}),
         }
@@ -176,6 +182,8 @@ class StateSealer:
         if len(token) > MAX_STATE_CHARS or not _FORMAT.fullmatch(token):
             raise StateError("is malformed or was not issued by this server")
         body, _, mac = token.rpartition(".")
+        import hmac
+
         if not hmac.compare_digest(self._mac(body.encode("ascii")), mac):
             raise StateError("failed its integrity check (tampered, or sealed with another key)")
         try:

@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..jsonrpc import (
@@ -24,20 +25,19 @@ from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import StateSealer
 from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
-from . import completion as _completion
-from . import prompts as _prompts
-from . import resources as _resources
-from .completion import Completions
 from .context import Context
 from .mrtr import MRTR_METHODS, InputRequired, refuse, run_modern
-from .prompts import Prompt
-from .resources import Resource, Resources
-from .subscriptions import Subscriptions
 from .tools import Tool, invoke, make_tool
 from .workers import WorkerPool
 
+# Resources (URI templates), prompts, completions and subscriptions load on first use, so a
+# tools-only server does not pay for them at start-up.
 if TYPE_CHECKING:
+    from .completion import Completions
+    from .prompts import Prompt
+    from .resources import Resource, Resources
     from .runtime import Connection
+    from .subscriptions import Subscriptions
 
 log = logging.getLogger("mcpline.server")
 
@@ -162,12 +162,9 @@ class Server:
         self.read_ttl_ms = read_ttl_ms
         self.read_cache_scope = read_cache_scope
         """Default caching hints of ``resources/read`` results (per resource: ``ttl_ms=``)."""
-        self._resources = Resources()
         self._resources_enabled = False
         self._prompts: dict[str, Prompt] = {}
         self._prompts_enabled = False
-        self._completions = Completions()
-        self.subscriptions = Subscriptions(self)
         self.resource_updated_hook: Callable[[Connection, str], None] | None = None
         """Called on the connection's loop for every `resource_updated` (after listens)."""
         self.connections: set[Connection] = set()
@@ -182,7 +179,7 @@ class Server:
             "prompts/get": Method(self._prompts_get, "prompts"),
             "completion/complete": Method(self._complete, "completions"),
             "subscriptions/listen": Method(
-                self.subscriptions.listen, None, waits_for_lifespan=False, long_lived=True
+                self._listen, None, waits_for_lifespan=False, long_lived=True
             ),
         }
         self.notification_hooks: dict[str, Callable[[Connection, Any], None]] = {}
@@ -199,6 +196,34 @@ class Server:
             from .legacy import LegacyEra
 
             self.legacy = LegacyEra(self)
+
+    # --- feature registries, built on first use ------------------------------------------
+
+    @cached_property
+    def _resources(self) -> Resources:
+        from .resources import Resources
+
+        return Resources()
+
+    @cached_property
+    def _completions(self) -> Completions:
+        from .completion import Completions
+
+        return Completions()
+
+    @cached_property
+    def subscriptions(self) -> Subscriptions:
+        """Open ``subscriptions/listen`` streams and what they get notified of."""
+        from .subscriptions import Subscriptions
+
+        return Subscriptions(self)
+
+    def _built(self, name: str) -> bool:
+        """Whether the lazily built registry ``name`` exists yet (nothing to do if not)."""
+        return name in self.__dict__
+
+    async def _listen(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.subscriptions.listen(ctx, params)
 
     # --- registration ------------------------------------------------------------------
 
@@ -292,7 +317,9 @@ class Server:
         self, uri: str, fn: Callable[..., Any] | str | bytes, **options: Any
     ) -> Resource:
         """Register a resource or template (``fn`` may be constant ``str``/``bytes``)."""
-        res = _resources.make_resource(uri, fn, **options)
+        from .resources import make_resource
+
+        res = make_resource(uri, fn, **options)
         self._resources.add(res)
         self._resources_enabled = True
         self.list_changed("resources")
@@ -335,7 +362,9 @@ class Server:
         return register
 
     def add_prompt(self, fn: Callable[..., Any], **options: Any) -> Prompt:
-        prompt = _prompts.make_prompt(fn, **options)
+        from .prompts import make_prompt
+
+        prompt = make_prompt(fn, **options)
         if prompt.name in self._prompts:
             raise ValueError(f"a prompt named {prompt.name!r} is already registered")
         self._prompts[prompt.name] = prompt
@@ -389,7 +418,8 @@ class Server:
         """
 
         def deliver(conn: Connection) -> None:
-            self.subscriptions.list_changed(conn, kind)
+            if self._built("subscriptions"):  # else no listen was ever opened
+                self.subscriptions.list_changed(conn, kind)
             conn.list_changed(kind)
 
         self._on_loops(deliver)
@@ -399,7 +429,8 @@ class Server:
         subscribed to it (or to a parent of it); safe to call from any thread."""
 
         def deliver(conn: Connection) -> None:
-            self.subscriptions.resource_updated(conn, uri)
+            if self._built("subscriptions"):  # else no listen was ever opened
+                self.subscriptions.resource_updated(conn, uri)
             if self.resource_updated_hook is not None:
                 self.resource_updated_hook(conn, uri)
 
@@ -422,7 +453,7 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self._resources_enabled:
             caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self._completions or self._auto_completions():
+        if (self._built("_completions") and self._completions) or self._auto_completions():
             caps["completions"] = {}
         caps["logging"] = {}
         return caps
@@ -440,6 +471,10 @@ class Server:
 
     def _auto_completions(self) -> bool:
         """Whether some prompt argument or template variable completes itself (an enum)."""
+        if not self._prompts and not self._built("_resources"):
+            return False
+        from . import completion as _completion
+
         for prompt in self._prompts.values():
             schema = prompt.signature.schema
             if any(_completion.choices_for(schema, a) for a in prompt.arguments):
@@ -639,6 +674,8 @@ class Server:
         return self.list_result("resourceTemplates", page, nxt)
 
     async def _resources_read(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import resources as _resources
+
         uri = _resources.check_uri_param(params)
         res, kwargs = self._resources.resolve(uri)
         contents = await _resources.read(res, uri, kwargs, ctx, self.run_sync)
@@ -649,6 +686,8 @@ class Server:
         return self.list_result("prompts", page, nxt)
 
     async def _prompts_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import prompts as _prompts
+
         name = _prompts.check_name_param(params)
         prompt = self._prompts.get(name)
         if prompt is None:
@@ -656,6 +695,8 @@ class Server:
         return await _prompts.render(prompt, params.get("arguments"), ctx, self.run_sync)
 
     async def _complete(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import completion as _completion
+
         query = _completion.parse_query(params)
         names = _completion.known_arguments(
             query.kind, query.target, self._prompts, self._resources.templates

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING, JsonRpcError
 from ..protocol.capabilities import MissingCapabilityError
-from ..protocol.state import StateSealer
 
 if TYPE_CHECKING:
+    from ..protocol.state import StateSealer
     from .context import Context
 
 ELICIT = "elicitation/create"
