@@ -64,6 +64,7 @@ class _Link:
     session: Session
     channel: Any
     description: ServerDescription
+    opened_at: float = 0.0
 
     @property
     def alive(self) -> bool:
@@ -79,7 +80,8 @@ class Client:
     return the result object; registering one declares the matching client capability.
     ``log_level`` asks for log notifications, delivered to ``on_log`` (or `logging`).
     A crashed server is restarted (sockets: reconnected) at most ``max_restarts`` times in
-    a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds.
+    a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds;
+    a server that had been up for ``stable_after`` seconds before it died starts a new row.
     """
 
     def __init__(
@@ -108,6 +110,7 @@ class Client:
         max_restarts: int = 3,
         restart_backoff: float = 0.2,
         max_backoff: float = 5.0,
+        stable_after: float = 30.0,
         close_grace: float = 2.0,
         term_grace: float = 2.0,
         eager: bool = False,
@@ -141,6 +144,7 @@ class Client:
         self.max_restarts = max_restarts
         self.restart_backoff = restart_backoff
         self.max_backoff = max_backoff
+        self.stable_after = stable_after
         self.close_grace = close_grace
         self.term_grace = term_grace
         self.eager = eager
@@ -149,6 +153,7 @@ class Client:
         self.watchdog = watchdog
         self._ids = itertools.count(1)
         self._link: _Link | None = None
+        self._opening: Any = None  # the channel whose handshake is under way
         self._description: ServerDescription | None = None
         self._start_lock: asyncio.Lock | None = None
         self._failures = 0
@@ -206,6 +211,9 @@ class Client:
             await listener.aclose()
         link = self._link
         self._link = None
+        opening = self._opening
+        if opening is not None:  # a start in progress: stop it (its request sees ClientClosed)
+            await opening.aclose()
         if link is not None:
             await link.channel.aclose()
             self.returncode = getattr(link.channel, "returncode", None)
@@ -228,18 +236,27 @@ class Client:
                     return link
                 if link is not None:
                     self._link = None
+                    if asyncio.get_running_loop().time() - link.opened_at >= self.stable_after:
+                        self._failures = 0  # it ran fine for a while: a new series of restarts
                     reason = link.session.close_reason
                     self._last_loss = str(reason) if reason else "connection lost"
                     await link.channel.aclose()
                     await self._backoff()
                 try:
                     self._link = await self._open_link()
-                except ConnectionLost as exc:
-                    if not exc.retriable:
+                except ClientError as exc:
+                    if self._closed:
+                        raise ClientClosed("the client is closed") from exc
+                    if not (isinstance(exc, ConnectionLost) and exc.retriable):
                         raise
                     self._last_loss = str(exc)
                     await self._backoff()
                     continue
+                if self._closed:
+                    # aclose() ran while this link was opening and could not see it.
+                    link, self._link = self._link, None
+                    await link.channel.aclose()
+                    raise ClientClosed("the client is closed")
                 return self._link
 
     async def _backoff(self) -> None:
@@ -283,12 +300,15 @@ class Client:
                 term_grace=self.term_grace,
                 watchdog=self.watchdog,
             )
+        self._opening = channel
         try:
             description = await self._handshake(session)
         except BaseException:
             await channel.aclose()
             raise
-        return _Link(session, channel, description)
+        finally:
+            self._opening = None
+        return _Link(session, channel, description, asyncio.get_running_loop().time())
 
     async def _handshake(self, session: Session) -> ServerDescription:
         caps = self.handlers.capabilities()

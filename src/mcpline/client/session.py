@@ -99,6 +99,7 @@ class Session:
         self._trace = trace
         self._discarding = False
         self._garbage = 0
+        self._unterminated = 0  # bytes received since the last newline
         self.closed = False
         self.close_reason: ClientError | None = None
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
@@ -109,11 +110,15 @@ class Session:
         """Bytes from the server's output."""
         for item in self._lines.feed(data):
             self._line(item)
-        if not self._discarding and self._lines.buffered > self._lines.max_line_bytes:
+        # (LineBuffer.buffered stops growing once it drops an over-long line, so the
+        # length of the unterminated line is counted here.)
+        nl = data.rfind(b"\n")
+        self._unterminated = len(data) - nl - 1 if nl >= 0 else self._unterminated + len(data)
+        if not self._discarding and self._unterminated > self._lines.max_line_bytes:
             # The line is already over the limit and still has no newline: fail now
             # rather than when (if ever) it ends.
             self._discarding = True
-            self._oversized(None, self._lines.buffered)
+            self._oversized(None, self._unterminated)
 
     def eof(self, reason: str = "the server closed its output") -> None:
         for item in self._lines.eof():
@@ -137,7 +142,7 @@ class Session:
             self._on_notification(msg.method, msg.params)  # type: ignore[union-attr]
         elif kind is jsonrpc.Request:
             self._on_request(msg)  # type: ignore[arg-type]
-        else:
+        elif not self._unusable_answer(item, msg.reason):  # type: ignore[union-attr]
             self._garbage += 1
             level = (
                 logging.WARNING
@@ -151,6 +156,25 @@ class Session:
                 msg.reason,  # type: ignore[union-attr]
                 item[:200],
             )
+
+    def _unusable_answer(self, line: bytes, reason: str) -> bool:
+        """A line we cannot use whose top level names a pending request as its answer
+        (e.g. a string escape strict UTF-8 refuses): fail that request now instead of
+        leaving it to time out. Other garbage is skipped as before."""
+        if b'"id"' not in line:
+            return False
+        env = jsonrpc.scan_envelope(line)
+        p = self._pending.get(env.id) if env.id is not None and not env.has_method else None
+        if p is None or type(p.id) is not type(env.id) or p.on_notification is not None:
+            return False
+        err = ProtocolError(
+            f"{self.label}'s answer to {p.method} (id {p.id!r}) could not be used: {reason}"
+        )
+        log.warning("%s", err)
+        self._forget(p)  # answered, so not cancelled
+        if not p.future.done():
+            p.future.set_exception(err)
+        return True
 
     def _oversized(self, rid: RequestId | None, size: int) -> None:
         limit = self._lines.max_line_bytes

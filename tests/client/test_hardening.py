@@ -1,0 +1,114 @@
+"""Client defects found in review, each pinned by a real-process test."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpline.client import Client, ClientClosed, ConnectionLost, ProtocolError
+
+from .util import Fake, kill_if_alive, run, wait_dead
+
+
+def fake_client(fake: Fake, **kw: Any) -> Client:
+    return Client(**fake.client_kwargs(**kw))
+
+
+def test_aclose_while_the_server_is_starting_leaves_no_process(tmp_path: Path) -> None:
+    """aclose() during the handshake used to miss the half-open link: the request then
+    completed on a closed client and the server process was never shut down."""
+    fake = Fake(tmp_path, "slow-start")  # 1.5 s before it reads anything
+
+    async def main() -> None:
+        c = fake_client(fake, close_grace=0.5, term_grace=0.5)
+        request = asyncio.ensure_future(c.list_tools())
+        deadline = time.monotonic() + 10
+        while not fake.pidfile.exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await c.aclose()
+        with pytest.raises(ClientClosed):
+            await asyncio.wait_for(request, 15)
+
+    try:
+        run(main())
+        assert wait_dead(fake.pid(), 5), "the server outlived the closed client"
+    finally:
+        if fake.pidfile.exists():
+            kill_if_alive(fake.pid())
+
+
+def test_line_over_the_limit_without_newline_fails_at_once(tmp_path: Path) -> None:
+    """A line that crosses max_line_bytes and never ends must fail the request when it
+    crosses the limit, not leave it waiting for a newline (or the timeout)."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, max_line_bytes=1 << 20, close_grace=0.2, term_grace=0.5) as c:
+            await c.discover()
+            t0 = time.monotonic()
+            with pytest.raises(ProtocolError, match="line limit"):
+                await c.call_tool("bigstall", {"mb": 4}, timeout=20)
+            assert time.monotonic() - t0 < 15
+
+    run(main())
+
+
+def test_unreadable_answer_fails_its_request_instead_of_hanging(tmp_path: Path) -> None:
+    """An answer we cannot decode (here a lone-surrogate escape) whose id is readable fails
+    that request with a clear error at once; the session stays usable."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake) as c:
+            t0 = time.monotonic()
+            with pytest.raises(ProtocolError, match="could not be used"):
+                await c.call_tool("surrogate", {}, timeout=20)
+            assert time.monotonic() - t0 < 15
+            assert (await c.call_tool("echo", {"ok": 1}))["content"]
+
+    run(main())
+
+
+def test_listen_survives_occasional_crashes(tmp_path: Path) -> None:
+    """Restarts are bounded *in a row*: a server that ran fine for a while before dying
+    must not use up the budget, or a long-running listen dies after a few crashes."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, restart_backoff=0.05, max_restarts=1, stable_after=0.3) as c:
+            listener = c.listen()
+            async with listener:
+                it = listener.__aiter__()
+                for _ in range(3):
+                    note = await asyncio.wait_for(it.__anext__(), 15)
+                    assert note.method == "notifications/subscriptions/acknowledged"
+                    note = await asyncio.wait_for(it.__anext__(), 15)
+                    assert note.method == "notifications/tools/list_changed"
+                    await asyncio.sleep(0.4)  # the server has been up for a while
+                    with pytest.raises(ConnectionLost):
+                        await c.call_tool("die", {})
+                note = await asyncio.wait_for(it.__anext__(), 15)
+                assert note.method == "notifications/subscriptions/acknowledged"
+                assert listener.establishments == 4
+
+    run(main())
+
+
+def test_crash_loop_after_each_listen_ack_is_still_bounded(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "listen-crash")
+
+    async def main() -> None:
+        async with fake_client(fake, restart_backoff=0.01, max_restarts=2, stable_after=30) as c:
+            listener = c.listen()
+            async with listener:
+                with pytest.raises(ConnectionLost, match="gave up after 2 restarts"):
+                    async for _ in listener:
+                        pass
+
+    run(main())
+    listens = [m for m in fake.received() if m.get("method") == "subscriptions/listen"]
+    assert len(listens) == 3
