@@ -8,7 +8,6 @@ and nowhere else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 import msgspec
@@ -46,22 +45,23 @@ class JsonRpcError(Exception):
         return f"{type(self).__name__}({self.code}, {self.message!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+# Message types are frozen msgspec structs: like frozen slotted dataclasses (fields, eq,
+# hash, repr), but built in microseconds at import and cheaper to create per message.
+
+
+class Request(msgspec.Struct, frozen=True):
     id: RequestId
     method: str
     params: Any
     """The raw ``params`` member; `_MISSING` when absent."""
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(msgspec.Struct, frozen=True):
     method: str
     params: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(msgspec.Struct, frozen=True):
     id: RequestId | None
     result: Any = None
     error: Any = None
@@ -71,8 +71,7 @@ class Response:
         return self.error is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Invalid:
+class Invalid(msgspec.Struct, frozen=True):
     """A message that breaks the envelope rules; `reply` is what we owe, if anything."""
 
     reason: str
@@ -263,8 +262,7 @@ def _skip_value(data: bytes, i: int) -> int:
     return -1
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
+class Envelope(msgspec.Struct, frozen=True):
     """What the top level of a (possibly broken or truncated) JSON object shows."""
 
     id: RequestId | None

@@ -6,7 +6,6 @@ into one line. Nothing here touches a file descriptor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -23,8 +22,7 @@ SUFFIX_KEEP = 4 * 1024
 _WHITESPACE = b" \t\r\n"
 
 
-@dataclass(frozen=True, slots=True)
-class Oversized:
+class Oversized(msgspec.Struct, frozen=True):
     """A line longer than the limit: its first and last bytes and its full length."""
 
     prefix: bytes

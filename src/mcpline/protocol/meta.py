@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from ..jsonrpc import (
     INVALID_PARAMS,
@@ -21,8 +22,7 @@ from .versions import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RequestMeta:
+class RequestMeta(msgspec.Struct, frozen=True):
     """What one modern request says about its sender; valid for that request only."""
 
     protocol_version: str

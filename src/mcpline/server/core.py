@@ -8,9 +8,10 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
 
 from ..jsonrpc import (
     INTERNAL_ERROR,
@@ -50,8 +51,7 @@ LEGACY_ONLY_METHODS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Method:
+class Method(msgspec.Struct, frozen=True):
     """A request method: its handler and the server capability that must be advertised."""
 
     handler: Handler
