@@ -248,6 +248,18 @@ def main_for(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_OK if args.command == "listen" else EXIT_FAILURE
+    except BrokenPipeError:
+        # Whoever read our stdout went away (`| head`). Point fd 1 at /dev/null so the
+        # final flush at exit cannot raise again.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if args.command == "listen":
+            return EXIT_OK  # like an interruption: the listener stops
+        print(
+            f"mcpline {args.command}: stdout was closed before the output was written",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
 
 
 def _configure_logging(verbose: bool) -> None:
