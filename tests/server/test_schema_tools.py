@@ -296,6 +296,35 @@ def test_explicit_output_schema_is_enforced() -> None:
     assert bad["isError"] is True and "outputSchema" in bad["content"][0]["text"]
 
 
+def test_typed_return_that_breaks_its_derived_output_schema_is_a_tool_error() -> None:
+    # The outputSchema advertised from the return annotation is a promise: a value that
+    # breaks it must not go out as structuredContent.
+    def count() -> int:
+        """Count."""
+        return 3
+
+    def where() -> Address:
+        """Where."""
+        return Address("Elm", 5)
+
+    t = make_tool(count)
+    for wrong in ("three", None, [3]):
+        bad = shape_result(t, wrong)
+        assert bad["isError"] is True and "structuredContent" not in bad
+        assert "outputSchema" in bad["content"][0]["text"]
+    assert shape_result(t, 3)["structuredContent"] == {"result": 3}
+    t = make_tool(where)
+    bad = shape_result(t, {"number": 5})  # no street
+    assert bad["isError"] is True and "structuredContent" not in bad
+    assert shape_result(t, Address("Elm", 5))["structuredContent"]["street"] == "Elm"
+
+    def by_id() -> dict[int, str]:
+        """Integer keys become the JSON object's string keys before validation."""
+        return {1: "a"}
+
+    assert shape_result(make_tool(by_id), {1: "a"})["structuredContent"] == {"1": "a"}
+
+
 def test_plain_results() -> None:
     def f() -> Any:
         """F."""

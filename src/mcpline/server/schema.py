@@ -287,8 +287,9 @@ def output_schema_for(tp: Any) -> tuple[dict[str, Any], bool]:
 
 
 def to_json(value: Any) -> Any:
-    """Typed Python values (dataclasses, enums, structs, …) as plain JSON values."""
-    return msgspec.to_builtins(value)
+    """Typed Python values (dataclasses, enums, structs, …) as plain JSON values (object
+    keys as strings, as they go on the wire)."""
+    return msgspec.to_builtins(value, str_keys=True)
 
 
 def dumps_text(value: Any) -> str:

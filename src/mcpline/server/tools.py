@@ -136,6 +136,9 @@ def make_tool(
                 if structured_output:
                     raise ValueError(f"tool {tool_name!r}: {exc}") from exc
                 output_schema = None
+            else:
+                # The advertised schema is a promise: values that break it are tool errors.
+                output_validator = _schema.Validator(output_schema)
         elif structured_output:
             raise ValueError(
                 f"tool {tool_name!r}: structured output needs a typed return annotation"
