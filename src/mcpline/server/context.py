@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,13 @@ if TYPE_CHECKING:
     from .mrtr import InputRequest
     from .runtime import Connection
 
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number: int or float, not bool, not NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
 
 
 class Context:
@@ -129,6 +137,15 @@ class Context:
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         token = self.meta.progress_token if self.meta else None
         if token is None or self.closed:
+            return
+        if not _finite(progress) or (total is not None and not _finite(total)):
+            logging.getLogger("mcpline").warning(
+                "progress for request %r must be a finite number (progress=%r, total=%r); "
+                "not sent",
+                self.request_id,
+                progress,
+                total,
+            )
             return
         if self._last_progress is not None and not progress > self._last_progress:
             logging.getLogger("mcpline").warning(
