@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpline.client import Client, ClientClosed, ConnectionLost, ProtocolError
+from mcpline.client import Client, ClientClosed, ConnectionLost, ProtocolError, RequestTimeout
 
 from .util import Fake, kill_if_alive, run, wait_dead
 
@@ -112,3 +112,48 @@ def test_crash_loop_after_each_listen_ack_is_still_bounded(tmp_path: Path) -> No
     run(main())
     listens = [m for m in fake.received() if m.get("method") == "subscriptions/listen"]
     assert len(listens) == 3
+
+
+def test_oversized_notification_does_not_fail_the_requests(tmp_path: Path) -> None:
+    """An over-long line that is a notification (its start says so) is dropped; it is
+    no answer, so the requests in flight go on."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, max_line_bytes=1 << 20) as c:
+            r = await c.call_tool("hugenote", {"mb": 4}, timeout=20)
+            assert r["content"][0]["text"] == "after the note"
+
+    run(main())
+
+
+def test_oversized_late_answer_fails_nothing_else(tmp_path: Path) -> None:
+    """An over-long answer to a request that already timed out must not fail the other
+    requests in flight."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, max_line_bytes=1 << 20) as c:
+            await c.discover()
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("latehuge", {"delay": 1.0, "mb": 4}, timeout=0.3)
+            r = await c.call_tool("latehuge", {"delay": 2.0, "mb": 0}, timeout=20)
+            assert r["content"][0]["text"] == "late"
+
+    run(main())
+
+
+def test_oversized_answer_fails_just_its_request(tmp_path: Path) -> None:
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, max_line_bytes=1 << 20) as c:
+            await c.discover()
+            other = asyncio.ensure_future(
+                c.call_tool("latehuge", {"delay": 2.0, "mb": 0}, timeout=20)
+            )
+            with pytest.raises(ProtocolError, match="line limit"):
+                await c.call_tool("latehuge", {"delay": 0.5, "mb": 4}, timeout=20)
+            assert (await other)["content"][0]["text"] == "late"
+
+    run(main())

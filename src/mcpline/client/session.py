@@ -28,6 +28,9 @@ NotificationCallback = Callable[[str, Any], None]
 Trace = Callable[[str, bytes], None]
 """``trace(direction, line)``: direction is ``"send"`` or ``"recv"``."""
 
+HEAD_KEEP = 4096
+"""How much of the start of the line in progress is kept, to tell what an over-long one is."""
+
 
 class Channel(Protocol):
     """A byte stream to one server."""
@@ -100,6 +103,7 @@ class Session:
         self._discarding = False
         self._garbage = 0
         self._unterminated = 0  # bytes received since the last newline
+        self._head = b""  # the first bytes of that unterminated line
         self.closed = False
         self.close_reason: ClientError | None = None
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
@@ -113,12 +117,18 @@ class Session:
         # (LineBuffer.buffered stops growing once it drops an over-long line, so the
         # length of the unterminated line is counted here.)
         nl = data.rfind(b"\n")
-        self._unterminated = len(data) - nl - 1 if nl >= 0 else self._unterminated + len(data)
+        if nl >= 0:
+            self._unterminated = len(data) - nl - 1
+            self._head = data[nl + 1 : nl + 1 + HEAD_KEEP]
+        else:
+            self._unterminated += len(data)
+            if len(self._head) < HEAD_KEEP:
+                self._head += data[: HEAD_KEEP - len(self._head)]
         if not self._discarding and self._unterminated > self._lines.max_line_bytes:
-            # The line is already over the limit and still has no newline: fail now
+            # The line is already over the limit and still has no newline: act now
             # rather than when (if ever) it ends.
             self._discarding = True
-            self._oversized(None, self._unterminated)
+            self._oversized(jsonrpc.scan_envelope(self._head), b"", self._unterminated)
 
     def eof(self, reason: str = "the server closed its output") -> None:
         for item in self._lines.eof():
@@ -130,7 +140,7 @@ class Session:
             if self._discarding:
                 self._discarding = False
             else:
-                self._oversized(jsonrpc.recover_id(item.prefix), item.size)
+                self._oversized(jsonrpc.scan_envelope(item.prefix), item.suffix, item.size)
             return
         if self._trace is not None:
             self._trace("recv", item)
@@ -176,16 +186,41 @@ class Session:
             p.future.set_exception(err)
         return True
 
-    def _oversized(self, rid: RequestId | None, size: int) -> None:
+    def _oversized(self, env: jsonrpc.Envelope, suffix: bytes, size: int) -> None:
+        """Drop an over-long line; its start says what it was. A notification or a server
+        request is no answer and fails nothing (the request gets an error reply); an answer
+        fails its own request, or nothing if that one no longer waits; a line that does not
+        say fails every request in flight but listens."""
         limit = self._lines.max_line_bytes
+        if env.has_method:
+            log.warning(
+                "%s sent a %s of at least %d bytes, over the %d-byte line limit; discarded",
+                self.label,
+                "request" if env.has_id else "notification",
+                size,
+                limit,
+            )
+            if env.id is not None and self.accept_requests and not self.closed:
+                with contextlib.suppress(ClientError):
+                    self._send(
+                        jsonrpc.error_response(
+                            env.id, jsonrpc.PARSE_ERROR, f"Parse error: over {limit} bytes"
+                        )
+                    )
+            return
         err = ProtocolError(
             f"{self.label} sent a message of at least {size} bytes, "
             f"over the {limit}-byte line limit; "
             "it was discarded"
         )
         log.warning("%s", err)
-        if rid is not None and rid in self._pending:
-            self._fail(self._pending[rid], err)
+        rid = env.id if env.id is not None or not suffix else jsonrpc.trailing_id(suffix)
+        if rid is not None:
+            p = self._pending.get(rid)
+            if p is not None:  # answered, if unreadably: fail it without cancelling
+                self._forget(p)
+                if not p.future.done():
+                    p.future.set_exception(err)
             return
         for p in list(self._pending.values()):
             if p.on_notification is None:  # listens survive; their next message is intact
