@@ -157,3 +157,18 @@ def test_oversized_answer_fails_just_its_request(tmp_path: Path) -> None:
             assert (await other)["content"][0]["text"] == "late"
 
     run(main())
+
+
+def test_legacy_server_may_ping_before_answering_initialize(tmp_path: Path) -> None:
+    """The legacy lifecycle lets a server ping before initialization completes; the
+    client must answer it rather than ignore it (the server would wait forever)."""
+    fake = Fake(tmp_path, "legacy,ping-first")
+
+    async def main() -> None:
+        async with fake_client(fake) as c:
+            d = await c.discover()
+            assert d.era == "legacy"
+
+    run(main())
+    pongs = [m for m in fake.received() if m.get("id") == "s1" and "method" not in m]
+    assert pongs == [{"jsonrpc": "2.0", "id": "s1", "result": {}}]

@@ -349,6 +349,7 @@ class Client:
     ) -> ServerDescription:
         """The legacy handshake; if the answer shows a modern server after all (a slow
         starter that missed the probe), probe again with the full request timeout."""
+        session.accept_requests = True  # a legacy server may ping before initialize is answered
         try:
             return await era_mod.initialize(
                 session, caps=caps, info=self.client_info, timeout=self.timeout, version=version
