@@ -172,3 +172,20 @@ def test_legacy_server_may_ping_before_answering_initialize(tmp_path: Path) -> N
     run(main())
     pongs = [m for m in fake.received() if m.get("id") == "s1" and "method" not in m]
     assert pongs == [{"jsonrpc": "2.0", "id": "s1", "result": {}}]
+
+
+def test_a_request_that_kills_every_server_is_resent_a_bounded_number_of_times(
+    tmp_path: Path,
+) -> None:
+    """Even when each server had been up long enough to start a new series of restarts,
+    one idempotent request is not resent forever."""
+    fake = Fake(tmp_path)
+
+    async def main() -> None:
+        async with fake_client(fake, restart_backoff=0.01, max_restarts=2, stable_after=0.05) as c:
+            with pytest.raises(ConnectionLost, match="gave up") as ei:
+                await c.call_tool("die", {"after": 0.2}, idempotent=True, timeout=10)
+            assert not ei.value.retriable
+
+    run(main(), timeout=30)
+    assert fake.methods().count("tools/call") == 3

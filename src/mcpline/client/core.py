@@ -429,6 +429,7 @@ class Client:
             idempotent = method in IDEMPOTENT_METHODS
         t = self.timeout if timeout is _UNSET else timeout
         mt = self.max_timeout if max_timeout is _UNSET else max_timeout
+        resent = 0
         while True:
             link = await self._ensure_link()
             try:
@@ -436,6 +437,12 @@ class Client:
             except ConnectionLost as exc:
                 if not (idempotent and exc.retriable) or self._closed:
                     raise
+                resent += 1
+                if resent > self.max_restarts:  # whatever the restart series says
+                    raise ConnectionLost(
+                        f"{method} was lost {resent} times with the server; gave up ({exc})",
+                        retriable=False,
+                    ) from exc
                 log.info("%s lost with the server (%s); sending it again", method, exc)
                 continue
             self._failures = 0
