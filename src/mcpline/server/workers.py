@@ -2,11 +2,16 @@
 
 Compared with ``loop.run_in_executor(ThreadPoolExecutor)``: no `concurrent.futures`
 future per call, and finished calls are handed back to the event loop in batches (one
-loop wake-up for every call that finished meanwhile, instead of one per call). Threads
-are added only while calls keep waiting (a burst of short calls is served by the threads
-already running instead of waking ``size`` threads that fight over the GIL); blocking
-calls still get up to ``size`` threads, each started within `SPAWN_DELAY`.
-Threads are daemons: a handler that never returns cannot keep the process alive.
+loop wake-up for every call that finished meanwhile, instead of one per call).
+
+Threads are woken and added only while calls are stuck: a submit wakes a parked thread
+when none is awake; otherwise the threads already awake take the call, and only if none of
+them has taken new work for `SPAWN_DELAY` (they are all inside blocking calls) are more
+threads woken or started, up to ``size``. A burst of short calls is thus served by one or
+two threads instead of many that fight over the GIL, while blocking calls still get up to
+``size`` threads, each within about `SPAWN_DELAY`. Parked threads sleep on a lock of their
+own (no per-wait allocation). Threads are daemons: a handler that never returns cannot
+keep the process alive.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ _Item = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoo
 _Done = tuple["asyncio.Future[Any]", Any, "BaseException | None"]
 
 SPAWN_DELAY = 0.001
-"""How long a call may wait for a busy thread before another thread is started for it."""
+"""How long waiting calls may see no thread take new work before more threads are used."""
 
 
 class WorkerPool:
@@ -33,12 +38,17 @@ class WorkerPool:
         self.size = size
         self.name = name
         self.running = 0
-        """Calls started and not yet returned (cancelled ones included)."""
-        self._cond = threading.Condition(threading.Lock())
+        """Calls submitted and not yet returned (cancelled ones included)."""
+        self._lock = threading.Lock()
         self._queue: deque[_Item] = deque()
         self._threads: list[threading.Thread] = []
-        self._idle = 0
-        """Threads waiting for work that no `submit` has woken yet."""
+        self._parked: list[threading.Lock] = []
+        """Wake locks of threads waiting for work (held while the thread sleeps), LIFO."""
+        self._awake = 0
+        """Threads not parked: running a call or about to look at the queue."""
+        self._taken = 0
+        """Calls taken off the queue so far (progress, for the growth check)."""
+        self._taken_at_check = 0
         self._closed = False
         self._check_pending = False
         self._done: dict[asyncio.AbstractEventLoop, list[_Done]] = {}
@@ -55,41 +65,62 @@ class WorkerPool:
         """
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Any] = loop.create_future()
-        with self._cond:
+        spawn = False
+        with self._lock:
             if self._closed:
                 raise RuntimeError("the worker pool is shut down")
             self._queue.append((fn, fut, loop))
             self.running += 1
-            if self._idle:
-                self._idle -= 1
-                self._cond.notify()
-                return fut
-            if self._threads:
-                # Every thread is busy. Short calls will be picked up in a moment by the
-                # threads we have; only if work is still waiting shortly do we add more.
-                if not self._check_pending:
-                    self._check_pending = True
-                    loop.call_later(SPAWN_DELAY, self._grow)
-                return fut
-        self._spawn(1)
+            if self._awake == 0:
+                if self._parked:
+                    self._awake += 1
+                    self._parked.pop().release()
+                    return fut
+                spawn = True
+            elif not self._check_pending:
+                # A thread is awake and will take this call unless it is stuck in a
+                # blocking one: look again shortly, and add threads only then.
+                self._check_pending = True
+                self._taken_at_check = self._taken
+                loop.call_later(SPAWN_DELAY, self._grow, loop)
+        if spawn:
+            self._spawn(1)
         return fut
 
-    def _grow(self) -> None:
-        """Add threads for the calls still waiting (up to ``size``)."""
-        with self._cond:
+    def _grow(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Calls still wait: if no thread took work since the last look, use more threads."""
+        with self._lock:
             self._check_pending = False
-            waiting = len(self._queue) - self._idle
-        if waiting > 0 and not self._closed:
+            waiting = len(self._queue)
+            if not waiting or self._closed:
+                return
+            if self._taken != self._taken_at_check:
+                # The threads are getting through the queue: look again later.
+                self._check_pending = True
+                self._taken_at_check = self._taken
+                loop.call_later(SPAWN_DELAY, self._grow, loop)
+                return
+            while waiting and self._parked:
+                self._awake += 1
+                self._parked.pop().release()
+                waiting -= 1
+        if waiting:
             self._spawn(waiting)
 
     def _spawn(self, count: int) -> None:
         started = []
-        with self._cond:
+        with self._lock:
             for _ in range(min(count, self.size - len(self._threads))):
+                wake = threading.Lock()
+                wake.acquire()
                 thread = threading.Thread(
-                    target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True
+                    target=self._work,
+                    args=(wake,),
+                    name=f"{self.name}-{len(self._threads)}",
+                    daemon=True,
                 )
                 self._threads.append(thread)
+                self._awake += 1
                 started.append(thread)
         for thread in started:
             thread.start()
@@ -99,57 +130,80 @@ class WorkerPool:
 
     def shutdown(self) -> None:
         """Drop queued calls (their futures are cancelled) and let idle threads exit."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             dropped = list(self._queue)
             self._queue.clear()
             self.running -= len(dropped)
-            self._cond.notify_all()
+            while self._parked:
+                self._awake += 1
+                self._parked.pop().release()
         for _, fut, loop in dropped:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(_cancel, fut)
 
     # --- worker side ---------------------------------------------------------------------
 
-    def _work(self) -> None:
-        cond = self._cond
+    def _work(self, wake: threading.Lock) -> None:
+        lock = self._lock
         queue = self._queue
+        done = self._done
+        finished: _Done | None = None
+        finished_loop: asyncio.AbstractEventLoop | None = None
         while True:
-            with cond:
-                while not queue:
+            notify: asyncio.AbstractEventLoop | None = None
+            item: _Item | None = None
+            leave = False
+            with lock:
+                if finished_loop is not None:
+                    # Hand the last result over and take the next call in one lock hold.
+                    self.running -= 1
+                    if finished is not None:
+                        batch = done.get(finished_loop)
+                        if batch is None:
+                            done[finished_loop] = [finished]
+                            notify = finished_loop
+                        else:
+                            batch.append(finished)
+                    finished = finished_loop = None
+                if queue:
+                    item = queue.popleft()
+                    self._taken += 1
+                else:
+                    self._awake -= 1
                     if self._closed:
                         self._threads.remove(threading.current_thread())
-                        return
-                    self._idle += 1
-                    cond.wait()
-                    # Whoever woke us took us off the idle count (or shutdown did).
-                fn, fut, loop = queue.popleft()
+                        leave = True
+                    else:
+                        self._parked.append(wake)
+            if notify is not None:
+                try:
+                    notify.call_soon_threadsafe(self._deliver, notify)
+                except RuntimeError:  # the loop closed meanwhile
+                    with lock:
+                        done.pop(notify, None)
+            if item is None:
+                if leave:
+                    return
+                wake.acquire()  # parked until a submit, a growth check or shutdown
+                continue
+            fn, fut, loop = item
+            finished_loop = loop
+            if fut.cancelled():
+                continue
             value: Any = None
             error: BaseException | None = None
-            if not fut.cancelled():
-                try:
-                    value = fn()
-                except StopIteration as exc:  # a future cannot carry StopIteration
-                    error = RuntimeError(f"sync handler raised {exc!r}")
-                except BaseException as exc:  # handed to the awaiting coroutine
-                    error = exc
-            with cond:
-                self.running -= 1
-                if fut.cancelled() or loop.is_closed():
-                    continue
-                first = loop not in self._done
-                if first:
-                    self._done[loop] = []
-                self._done[loop].append((fut, value, error))
-            if first:
-                try:
-                    loop.call_soon_threadsafe(self._deliver, loop)
-                except RuntimeError:  # the loop closed meanwhile
-                    with cond:
-                        self._done.pop(loop, None)
+            try:
+                value = fn()
+            except StopIteration as exc:  # a future cannot carry StopIteration
+                error = RuntimeError(f"sync handler raised {exc!r}")
+            except BaseException as exc:  # handed to the awaiting coroutine
+                error = exc
+            if not fut.cancelled() and not loop.is_closed():
+                finished = (fut, value, error)
 
     def _deliver(self, loop: asyncio.AbstractEventLoop) -> None:
-        with self._cond:
+        with self._lock:
             batch = self._done.pop(loop, ())
         for fut, value, error in batch:
             if fut.cancelled():
