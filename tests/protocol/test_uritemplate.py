@@ -245,3 +245,45 @@ def test_expand_then_match_round_trips(template: str) -> None:
     }
     uri = t.expand(values)
     assert t.match(uri) == values
+
+
+# --- matching cost is bounded (a URI is untrusted input) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        # Adjacent variables whose values may contain what separates them: the regex tries
+        # every split point (quadratic, cubic, ...) before it gives up.
+        ("test://{a}-{b}", "test://" + "-" * 1_000_000 + "/"),
+        ("file:///{name}.{ext}", "file:///" + "." * 1_000_000 + "?"),
+        ("test://{+a}/{+b}/{+c}/end", "test://" + "/" * 100_000 + "x"),
+        ("test://{+a}{+b}", "test://" + "x" * 1_000_000 + "#"),
+    ],
+)
+def test_ambiguous_templates_fail_fast_on_huge_uris(template: str, uri: str) -> None:
+    import time
+
+    t = UriTemplate(template)
+    start = time.perf_counter()
+    assert t.match(uri) is None
+    # Unbounded backtracking takes hours here; bounded matching takes milliseconds.
+    assert time.perf_counter() - start < 5.0
+
+
+def test_ambiguous_templates_still_match_ordinary_uris() -> None:
+    assert UriTemplate("file:///{name}.{ext}").match("file:///" + "a" * 300 + ".txt") == {
+        "name": "a" * 300,
+        "ext": "txt",
+    }
+    assert UriTemplate("test://{+a}/{+b}/{+c}/end").match("test://x/y/z/end") == {
+        "a": "x", "b": "y", "c": "z"}
+
+
+def test_unambiguous_templates_match_long_uris() -> None:
+    # Variables delimited by characters they cannot contain have no length limit.
+    long = "v" * 200_000
+    got = UriTemplate("file:///{a}/{b}/{c}").match(f"file:///{long}/{long}/{long}")
+    assert got == {"a": long, "b": long, "c": long}
+    assert UriTemplate("x://{/a,b,c}").match(f"x:///{long}/{long}/{long}") == got
+    assert UriTemplate("file:///{+path}").match("file:///" + long) == {"path": long}

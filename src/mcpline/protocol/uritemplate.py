@@ -227,10 +227,68 @@ def _value_class(op: str, single: bool, prefix: int | None = None) -> str:
     return rf"(?:%[0-9A-Fa-f]{{2}}|(?!%){char}){{0,{prefix}}}{lazy}"
 
 
+MATCH_BUDGET = 4_000_000
+"""Bound on the backtracking work of one `UriTemplate.match` (about n**k regex steps for a
+URI of n characters and k variables that may absorb one another's text)."""
+
+_NOT_IN_VALUE = {
+    # Characters a value can never contain, by operator, for one variable and for several.
+    "": (frozenset("/?#"), frozenset("/?#,")),
+    "+": (frozenset(), frozenset(",")),
+    "#": (frozenset(), frozenset(",")),
+    ".": (frozenset("/?#.,"), frozenset("/?#.,")),
+    "/": (frozenset("/?#,"), frozenset("/?#,")),
+    ";": (frozenset("/?#;,"), frozenset("/?#;,")),
+}
+
+
+def _ambiguity(parts: Iterable[Part]) -> int:
+    """The largest number of unbounded values that can absorb one another's text.
+
+    A value ends where a character it cannot contain must be matched (a literal, or the
+    separator that introduces the next value); values not separated that way can split the
+    same text in many ways, which a backtracking matcher explores one by one.
+    """
+    chain_excluded: frozenset[str] | None = None  # None: no value in the chain yet
+    count = worst = 0
+
+    def anchor(text: str) -> None:
+        nonlocal chain_excluded, count
+        if chain_excluded is None or any(ch in chain_excluded for ch in text):
+            chain_excluded, count = None, 0
+
+    for part in parts:
+        if isinstance(part, str):
+            anchor(_encode(part, True))
+            continue
+        op = part.operator
+        if op in ("?", "&"):
+            anchor(op)
+            excluded = frozenset("#")
+            chain_excluded = excluded if chain_excluded is None else chain_excluded & excluded
+            count += 1
+            worst = max(worst, count)
+            continue
+        single = len(part.variables) == 1
+        for i, spec in enumerate(part.variables):
+            lead = _OPS[op].first if i == 0 else _OPS[op].sep
+            if op == ";":
+                lead = ";" + spec.name
+            if lead:
+                anchor(lead)
+            excluded = _NOT_IN_VALUE[op][0 if single else 1]
+            chain_excluded = excluded if chain_excluded is None else chain_excluded & excluded
+            unbounded = spec.prefix is None
+            if unbounded:
+                count += 1
+                worst = max(worst, count)
+    return worst
+
+
 class UriTemplate:
     """A parsed RFC 6570 template. ``str(t)`` is the original text."""
 
-    __slots__ = ("text", "parts", "variables", "_regex", "_groups")
+    __slots__ = ("text", "parts", "variables", "_regex", "_groups", "max_match_length")
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str):
@@ -247,6 +305,10 @@ class UriTemplate:
         """Variable names in order of first appearance."""
         self._regex: re.Pattern[str] | None = None
         self._groups: list[tuple[str, Any]] = []
+        k = _ambiguity(self.parts)
+        self.max_match_length: int | None = None if k < 2 else int(MATCH_BUDGET ** (1 / k))
+        """Longest URI `match` considers (None: no limit). Set when several variables can
+        absorb one another's text, so that matching an untrusted URI stays cheap."""
 
     def __str__(self) -> str:
         return self.text
@@ -349,7 +411,10 @@ class UriTemplate:
         return self._regex
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables ``uri`` binds, or ``None`` when it does not fit the template."""
+        """The variables ``uri`` binds, or ``None`` when it does not fit the template (or is
+        longer than `max_match_length`)."""
+        if self.max_match_length is not None and len(uri) > self.max_match_length:
+            return None
         regex = self._regex or self._compile()
         m = regex.fullmatch(uri)
         if m is None:
