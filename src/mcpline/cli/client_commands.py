@@ -188,6 +188,8 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
             "give the server as -- SERVER_CMD [ARGS...], --server ADDRESS "
             "or --config FILE --name NAME"
         )
+    if args.name and not args.config:
+        raise UsageError("--name needs --config")
     options: dict[str, Any] = {
         "timeout": args.timeout,
         "max_timeout": max(600.0, args.timeout),
@@ -211,8 +213,6 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
     if args.config:
         command, cmd_args, env, cwd = load_config(args.config, args.name)
         return Client.stdio(command, cmd_args, env=env, cwd=cwd, **options)
-    if args.name:
-        raise UsageError("--name needs --config")
     return Client.stdio(args.server_cmd[0], args.server_cmd[1:], **options)
 
 

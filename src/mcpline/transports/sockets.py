@@ -53,7 +53,12 @@ def parse_address(text: str) -> Address:
         return Address("unix", path=rest)
     if kind == "tcp":
         host, sep, port_text = rest.rpartition(":")
-        if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        if (
+            not sep
+            or not host
+            or not (port_text.isascii() and port_text.isdigit())  # not "٣" or "²"
+            or int(port_text) > 65535
+        ):
             raise ValueError(f"bad address {text!r}: expected tcp:HOST:PORT")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
