@@ -538,7 +538,9 @@ class Server:
         return ctx, self._call(method, ctx, params)
 
     async def _call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        if method.waits_for_lifespan:
+        if method.waits_for_lifespan and (
+            self._startup_failed or self._ready is None or not self._ready.is_set()
+        ):
             await self.wait_ready()
         if ctx.method in MRTR_METHODS:
             result = await run_modern(method.handler, ctx, params, self.state_sealer)
@@ -598,6 +600,12 @@ class Server:
         if self._workers is None:  # called outside `running()`: start a pool lazily
             self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
         return await self._workers.submit(fn)
+
+    def _submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        """`run_sync` without its coroutine frame: the future of ``fn`` on a worker thread."""
+        if self._workers is None:
+            self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
+        return self._workers.submit(fn)
 
     @property
     def busy_threads(self) -> int:
@@ -661,7 +669,7 @@ class Server:
         tool = self._tools.get(name)
         if tool is None:
             raise JsonRpcError(INVALID_PARAMS, f"Unknown tool: {name!r}", {"name": name})
-        return await invoke(tool, arguments, ctx, self.run_sync)
+        return await invoke(tool, arguments, ctx, self._submit)
 
     async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         listed = [r.definition for r in self._resources.static.values()]

@@ -415,7 +415,8 @@ async def run_modern(
     sealer: StateSealer,
 ) -> dict[str, Any]:
     """Run an MRTR-capable handler for a modern request."""
-    prepare(ctx, params, sealer)
+    if "inputResponses" in params or "requestState" in params:
+        prepare(ctx, params, sealer)  # a first round has nothing to check or open
     try:
         return await handler(ctx, params)
     except InputRequired as ir:

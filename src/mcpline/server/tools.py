@@ -170,6 +170,10 @@ def make_tool(
     )
 
 
+_PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
+"""Return types that are never awaitable (checked before the slower `inspect.isawaitable`)."""
+
+
 def error_result(message: str) -> dict[str, Any]:
     return {"content": [text(message)], "isError": True}
 
@@ -231,7 +235,7 @@ async def invoke(
             value = await tool.fn(**kwargs)
         else:
             value = await run_sync(lambda: tool.fn(**kwargs))
-        if inspect.isawaitable(value):
+        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
             value = await value
         if isinstance(value, InputRequired):
             raise value
