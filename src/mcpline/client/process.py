@@ -164,6 +164,29 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.channel._process_exited()
 
 
+class _DirectStdout(asyncio.Protocol):
+    """The server's stdout, fed to the session as each chunk is read.
+
+    asyncio's subprocess transport hands pipe data to its protocol one loop pass later
+    (``call_soon``): an extra loop iteration and poll per reply. This protocol, set on the
+    stdout pipe transport, skips that hop; end of stream and close still go to the
+    subprocess transport's own pipe protocol (its bookkeeping of pipes and exit).
+    """
+
+    def __init__(self, inner: asyncio.BaseProtocol, channel: ProcessChannel) -> None:
+        self.inner = inner
+        self.channel = channel
+
+    def data_received(self, data: bytes) -> None:
+        self.channel.session.feed(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()  # type: ignore[attr-defined,no-any-return]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inner.connection_lost(exc)
+
+
 class ProcessChannel:
     """A running stdio server. Create with `start`; end with `aclose`."""
 
@@ -231,6 +254,16 @@ class ProcessChannel:
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
         chan._transport = transport
         chan._protocol = protocol
+        stdout = transport.get_pipe_transport(1)
+        inner = stdout.get_protocol() if stdout is not None else None
+        if (
+            stdout is not None
+            and hasattr(inner, "eof_received")
+            and hasattr(inner, "connection_lost")
+            and not stdout.is_closing()
+        ):
+            # Before any await: chunks queued by the transport so far still come first.
+            stdout.set_protocol(_DirectStdout(inner, chan))  # type: ignore[arg-type]
         chan.pid = transport.get_pid()
         chan.pgid = chan.pid  # start_new_session makes it the leader of its own group
         if watchdog and os.name == "posix":

@@ -61,8 +61,12 @@ class _Pending:
     on_progress: ProgressCallback | None = None
     token: RequestId | None = None
     on_notification: NotificationCallback | None = None
-    timer: asyncio.TimerHandle | None = None
-    hard_timer: asyncio.TimerHandle | None = None
+    deadline: float | None = None
+    """Loop time by which an answer (or progress) must come; pushed back by progress."""
+    max_timeout: float | None = None
+    hard_deadline: float | None = None
+    """Loop time of ``max_timeout``, never pushed back."""
+    progressed: bool = False
     cancellable: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -107,6 +111,10 @@ class Session:
         self.closed = False
         self.close_reason: ClientError | None = None
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
+        self._sweep: asyncio.TimerHandle | None = None
+        """One timer for every request's deadlines (no timer per request), armed for the
+        earliest deadline it knows of; it checks all pending requests and re-arms."""
+        self._sweep_at = 0.0
 
     # --- input --------------------------------------------------------------------------
 
@@ -290,11 +298,9 @@ class Session:
             log.exception("notification handler failed for %s", method)
 
     def _progress(self, p: _Pending, params: dict[str, Any]) -> None:
-        if p.timeout is not None and p.timer is not None:
-            p.timer.cancel()
-            p.timer = self.loop.call_later(
-                p.timeout, self._expire, p, f"no answer or progress for {p.timeout:g}s"
-            )
+        if p.timeout is not None and p.deadline is not None:
+            p.deadline = self.loop.time() + p.timeout  # the sweep timer sees it when it fires
+            p.progressed = True
         if p.on_progress is not None:
             progress = params.get("progress")
             total = params.get("total")
@@ -406,14 +412,15 @@ class Session:
             p.on_notification = on_notification
             self._listeners[rid] = p
         self._pending[rid] = p
-        if timeout is not None:
-            p.timer = self.loop.call_later(
-                timeout, self._expire, p, f"no answer within {timeout:g}s"
-            )
-        if max_timeout is not None:
-            p.hard_timer = self.loop.call_later(
-                max_timeout, self._expire, p, f"no answer within the {max_timeout:g}s maximum"
-            )
+        if timeout is not None or max_timeout is not None:
+            now = self.loop.time()
+            if timeout is not None:
+                p.deadline = now + timeout
+                self._arm(p.deadline)
+            if max_timeout is not None:
+                p.max_timeout = max_timeout
+                p.hard_deadline = now + max_timeout
+                self._arm(p.hard_deadline)
         try:
             self._send(jsonrpc.request(rid, method, params))
             if on_sent is not None:
@@ -433,9 +440,37 @@ class Session:
         self._listeners.pop(p.id, None)
         if p.token is not None:
             self._tokens.pop(p.token, None)
-        for t in (p.timer, p.hard_timer):
-            if t is not None:
-                t.cancel()
+
+    def _arm(self, when: float) -> None:
+        """Make sure the sweep runs no later than ``when``."""
+        if self._sweep is not None:
+            if self._sweep_at <= when:
+                return
+            self._sweep.cancel()
+        self._sweep_at = when
+        self._sweep = self.loop.call_at(when, self._expire_due)
+
+    def _expire_due(self) -> None:
+        """Time out every request past a deadline; re-arm for the earliest one left."""
+        self._sweep = None
+        now = self.loop.time() + 1e-6  # a timer may fire within the clock's resolution
+        due: list[tuple[float, _Pending, str]] = []
+        upcoming: float | None = None
+        for p in self._pending.values():
+            hard, soft = p.hard_deadline, p.deadline
+            if hard is not None and hard <= now and (soft is None or hard <= soft):
+                due.append((hard, p, f"no answer within the {p.max_timeout:g}s maximum"))
+            elif soft is not None and soft <= now:
+                what = "no answer or progress for" if p.progressed else "no answer within"
+                due.append((soft, p, f"{what} {p.timeout:g}s"))
+            else:
+                for when in (soft, hard):
+                    if when is not None and (upcoming is None or when < upcoming):
+                        upcoming = when
+        for _, p, why in sorted(due, key=lambda d: d[0]):
+            self._expire(p, why)
+        if upcoming is not None and not self.closed:
+            self._arm(upcoming)
 
     def _expire(self, p: _Pending, why: str) -> None:
         if p.id not in self._pending:
@@ -464,6 +499,9 @@ class Session:
             return
         self.closed = True
         self.close_reason = exc
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         for p in list(self._pending.values()):
             self._forget(p)
             if not p.future.done():
