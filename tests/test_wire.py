@@ -125,3 +125,14 @@ def test_encode_is_one_line(value: object) -> None:
 def test_encode_non_finite_floats_are_null() -> None:
     raw = encode({"a": float("nan"), "b": float("inf")})
     assert raw == b'{"a":null,"b":null}\n'
+
+
+def test_lone_surrogates_become_replacement_characters_a_strict_reader_accepts() -> None:
+    from mcpline import jsonrpc
+
+    raw = encode({"jsonrpc": "2.0", "id": 1, "result": {"v": "a\ud800b", "\udfff": ["\ud83d"]}})
+    msg = jsonrpc.parse(raw[:-1])
+    assert isinstance(msg, jsonrpc.Response)
+    assert msg.result == {"v": "a\ufffdb", "\ufffd": ["\ufffd"]}
+    pair = encode({"v": "\ud83d\ude00"})
+    assert json.loads(pair) == {"v": "\U0001f600"}

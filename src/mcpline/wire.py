@@ -178,19 +178,28 @@ def _escape_separators(raw: bytes) -> bytes:
     return raw.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
 
 
+def _scrub_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (and keys) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_scrub_surrogates(k): _scrub_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_surrogates(v) for v in value]
+    return value
+
+
 def encode(message: Any) -> bytes:
     """One message as one compact line ending in ``\\n``.
 
     JSON escapes every control character inside strings, so the result can never contain
-    a raw newline before the terminator. Non-finite floats become ``null``; strings with
-    lone surrogates are written with ``\\u`` escapes.
+    a raw newline before the terminator. Non-finite floats become ``null``; a lone surrogate
+    (not a Unicode character, so not valid in an I-JSON message) becomes U+FFFD.
     """
     try:
         raw = _encoder.encode(message)
     except UnicodeEncodeError:
-        import json
-
-        raw = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+        raw = _encoder.encode(_scrub_surrogates(message))
     if b"\xe2\x80" in raw:
         raw = _escape_separators(raw)
     return raw + b"\n"
