@@ -7,11 +7,11 @@ loop wake-up for every call that finished meanwhile, instead of one per call).
 Threads are woken and added only while calls are stuck: a submit wakes a parked thread
 when none is awake; otherwise the threads already awake take the call, and only if none of
 them has taken new work for `SPAWN_DELAY` (they are all inside blocking calls) are more
-threads woken or started, up to ``size``. A burst of short calls is thus served by one or
-two threads instead of many that fight over the GIL, while blocking calls still get up to
-``size`` threads, each within about `SPAWN_DELAY`. Parked threads sleep on a lock of their
-own (no per-wait allocation). Threads are daemons: a handler that never returns cannot
-keep the process alive.
+threads woken or started (doubling those at work, up to ``size``). A burst of short calls
+is thus served by one or two threads instead of many that fight over the GIL, while
+blocking calls still get up to ``size`` threads within a few `SPAWN_DELAY` checks.
+Parked threads sleep on a lock of their own (no per-wait allocation). Threads are daemons:
+a handler that never returns cannot keep the process alive.
 """
 
 from __future__ import annotations
@@ -94,18 +94,25 @@ class WorkerPool:
             waiting = len(self._queue)
             if not waiting or self._closed:
                 return
-            if self._taken != self._taken_at_check:
-                # The threads are getting through the queue: look again later.
-                self._check_pending = True
-                self._taken_at_check = self._taken
-                loop.call_later(SPAWN_DELAY, self._grow, loop)
-                return
-            while waiting and self._parked:
+            if not self._parked and len(self._threads) >= self.size:
+                return  # every thread is at work: nothing to add (a new submit looks again)
+            # Calls still wait: look again shortly (after growing, too, as growth is gradual).
+            self._check_pending = True
+            progressed = self._taken != self._taken_at_check
+            self._taken_at_check = self._taken
+            loop.call_later(SPAWN_DELAY, self._grow, loop)
+            if progressed:
+                return  # the threads are getting through the queue
+            # Double the threads at work (at most one per waiting call): calls that block
+            # get threads within a few checks, while a false alarm (threads that only
+            # waited for the GIL) costs few extra threads.
+            grow = min(waiting, max(1, self._awake))
+            while grow and self._parked:
                 self._awake += 1
                 self._parked.pop().release()
-                waiting -= 1
-        if waiting:
-            self._spawn(waiting)
+                grow -= 1
+        if grow:
+            self._spawn(grow)
 
     def _spawn(self, count: int) -> None:
         started = []
