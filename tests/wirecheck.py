@@ -14,31 +14,12 @@ from typing import Any
 
 import jsonschema_rs
 
+from mcpline.check.schema import RESULT_DEFS, TYPED_ERRORS
+
 REPO = Path(__file__).resolve().parent.parent
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
-RESULT_DEFS = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "logging/setLevel": "EmptyResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-}
-TYPED_ERRORS = {
-    -32021: "MissingRequiredClientCapabilityError",
-    -32022: "UnsupportedProtocolVersionError",
-}
 
 
 class SchemaMissing(RuntimeError):
