@@ -253,6 +253,15 @@ def test_terminal_shows_progress_bar_on_stderr(tmp_path: Path) -> None:
     assert "█" in shown and "3/3" in shown and "counted" in shown
 
 
+def test_terminal_rendering_of_malformed_results_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "badtools")
+    code, shown = _run_in_pty(["tools", "--", PY, *fake.argv], {**os.environ, **fake.env})
+    assert code == 2, shown
+    assert "Traceback" not in shown
+    lines = [line for line in shown.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("mcpline tools:"), shown
+
+
 # --- demo ---------------------------------------------------------------------------------
 
 

@@ -260,6 +260,18 @@ def main_for(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int
             file=sys.stderr,
         )
         return EXIT_FAILURE
+    except Exception as exc:
+        # Typically a result whose shape the human-readable view cannot show.
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
+        why = _one_line(f"{type(exc).__name__}: {exc}")
+        print(
+            f"mcpline {args.command}: unexpected response from the server ({why})",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
 
 
 def _configure_logging(verbose: bool) -> None:
