@@ -138,9 +138,9 @@ def decode(line: bytes) -> Any:
 def parse(line: bytes) -> Message:
     """Classify one line. Never raises."""
     try:
-        obj = _decoder.decode(line)
-    except (msgspec.DecodeError, RecursionError, ValueError) as exc:
-        return unparsable(line, _parse_message(exc))
+        obj = decode(line)
+    except JsonRpcError as exc:
+        return unparsable(line, exc.message)
     return classify(obj)
 
 
