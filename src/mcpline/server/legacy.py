@@ -358,11 +358,11 @@ class LegacyEra:
                 raise
             result = error_result(exc.message)
         except JsonRpcError as exc:
-            raise self._legacy_error(ctx.method, params, exc) from None
+            raise self._legacy_error(ctx.method, exc) from None
         return legacy_result(result)
 
     @staticmethod
-    def _legacy_error(method: str, params: dict[str, Any], exc: JsonRpcError) -> JsonRpcError:
+    def _legacy_error(method: str, exc: JsonRpcError) -> JsonRpcError:
         """-32002 for a missing resource, as the legacy revisions specify."""
         from .resources import ResourceNotFoundError
 
