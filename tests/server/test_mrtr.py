@@ -205,7 +205,9 @@ def test_expired_state(spawn: Callable[..., ServerProcess]) -> None:
 def test_state_from_another_process_is_rejected(spawn: Callable[..., ServerProcess]) -> None:
     a, b = spawn(SERVER), spawn(SERVER)
     state = result(call(a, "counted", {"n": 1}))["requestState"]
-    error(call(b, "counted", {"n": 1}, requestState=state), -32602)
+    err = error(call(b, "counted", {"n": 1}, requestState=state), -32602)
+    assert "integrity check" in err["message"]
+    assert text_of(call(a, "counted", {"n": 1}, requestState=state)) == "counted state n=1"
 
 
 def test_shared_key_lets_a_restarted_server_accept_state(
@@ -221,7 +223,8 @@ def test_shared_key_lets_a_restarted_server_accept_state(
 
 
 def test_state_must_be_a_string(srv: ServerProcess) -> None:
-    error(call(srv, "counted", {"n": 1}, requestState={"n": 1}), -32602)
+    err = error(call(srv, "counted", {"n": 1}, requestState={"n": 1}), -32602)
+    assert "requestState must be a string" in err["message"]
 
 
 # --- capabilities ---------------------------------------------------------------------------
