@@ -202,6 +202,14 @@ def test_dialects_other_than_2020_12() -> None:
               "properties": {"n": {"type": "integer", "exclusiveMaximum": 5}}}
     v = S.Validator(draft7)
     assert v.errors({"n": 4}) == [] and v.errors({"n": 5})
+    # A boolean exclusiveMaximum means something only in draft-04 (2020-12 refuses it), so
+    # this fails unless $schema picks the dialect.
+    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+              "properties": {"n": {"type": "integer", "maximum": 5, "exclusiveMaximum": True}}}
+    v4 = S.Validator(draft4)
+    assert v4.errors({"n": 4}) == [] and v4.errors({"n": 5})
+    with pytest.raises(S.SchemaError):
+        S.Validator({"type": "object", "properties": draft4["properties"]}).compile()
 
 
 def test_network_ref_is_never_fetched() -> None:
