@@ -163,4 +163,6 @@ def test_progress_and_logs_only_for_requests_that_asked(spawn: Spawn) -> None:
             done.add(m["id"])
         else:
             notes.append(m)
-    assert notes and all(n["params"]["progressToken"] == "tok-1" for n in notes)
+    assert all(n["method"] == "notifications/progress" for n in notes), notes
+    assert all(n["params"]["progressToken"] == "tok-1" for n in notes)
+    assert [n["params"]["progress"] for n in notes] == [1, 2, 3, 4, 5]
