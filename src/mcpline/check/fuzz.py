@@ -507,7 +507,6 @@ class FuzzReport:
     problem_examples: list[str] = field(default_factory=list)
     rss_start: int | None = None
     rss_end: int | None = None
-    rss_max: int | None = None
     seconds: float = 0.0
     kinds: dict[str, int] = field(default_factory=dict)
     stderr_tail: str = ""
@@ -622,7 +621,6 @@ def fuzz_server(
         rep.hung = True
     time.sleep(0.2)
     rep.rss_end = p.rss_bytes()
-    rep.rss_max = rep.rss_end
     rep.seconds = time.monotonic() - t0
     crashed_before_close = not p.alive
     code = p.stop()
