@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..wire import LineBuffer, Oversized
+from ._watchdog import _alive as _group_alive
 from .errors import ConnectionLost
 from .session import Session
 
@@ -77,14 +78,6 @@ class _Watchdog:
     def unregister(cls, pgid: int) -> None:
         if cls._proc is not None:
             cls._send(b"-%d\n" % pgid)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 def _killpg(pgid: int, sig: int) -> None:
@@ -334,11 +327,7 @@ class ProcessChannel:
             self._settle = self.loop.call_later(EXIT_SETTLE, self._gone)
 
     def _gone(self) -> None:
-        self.session.connection_lost(
-            ConnectionLost(
-                self._describe_exit() if not self.closing else f"{self.label} was shut down"
-            )
-        )
+        self.session.connection_lost(ConnectionLost(self._eof_reason()))
 
     async def _wait_exit(self, timeout: float) -> bool:
         if self.exited.done():
