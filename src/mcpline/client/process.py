@@ -93,10 +93,8 @@ class _StderrDrain:
         self.callback = callback
         self.lines = LineBuffer(STDERR_LINE_LIMIT)
         self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
-        self.bytes = 0
 
     def feed(self, data: bytes) -> None:
-        self.bytes += len(data)
         for item in self.lines.feed(data):
             self._emit(item)
 
@@ -379,10 +377,6 @@ class ProcessChannel:
             await asyncio.sleep(0.05)
             if not _group_alive(self.pgid):
                 return
-        _killpg(self.pgid, signal.SIGKILL)
-
-    def kill(self) -> None:
-        """Kill the whole group at once (for a process the client gave up on)."""
         _killpg(self.pgid, signal.SIGKILL)
 
 

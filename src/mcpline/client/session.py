@@ -12,11 +12,11 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .. import jsonrpc
-from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, JsonRpcError, RequestId
+from ..jsonrpc import INTERNAL_ERROR, JsonRpcError, RequestId
 from ..protocol.versions import SUBSCRIPTION_ID_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES, LineBuffer, Oversized, encode
 from .errors import ClientError, ConnectionLost, ProtocolError, RequestTimeout, ServerError
@@ -68,7 +68,6 @@ class _Pending:
     """Loop time of ``max_timeout``, never pushed back."""
     progressed: bool = False
     cancellable: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def id_counter() -> Iterator[int]:
@@ -511,10 +510,6 @@ class Session:
         if not self.lost.done():
             self.lost.set_result(exc)
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._pending)
-
 
 async def maybe_await(value: Any) -> Any:
     if isinstance(value, Awaitable):
@@ -525,7 +520,6 @@ async def maybe_await(value: Any) -> Any:
 __all__ = [
     "Channel",
     "ConnectionLost",
-    "METHOD_NOT_FOUND",
     "Session",
     "SessionHost",
     "maybe_await",
