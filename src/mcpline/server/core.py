@@ -597,13 +597,11 @@ class Server:
 
     async def run_sync(self, fn: Callable[[], Any]) -> Any:
         """Run blocking code on a worker thread."""
-        if self._workers is None:  # called outside `running()`: start a pool lazily
-            self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
-        return await self._workers.submit(fn)
+        return await self._submit(fn)
 
     def _submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
         """`run_sync` without its coroutine frame: the future of ``fn`` on a worker thread."""
-        if self._workers is None:
+        if self._workers is None:  # called outside `running()`: start a pool lazily
             self._workers = WorkerPool(self.sync_workers, "mcpline-sync")
         return self._workers.submit(fn)
 
