@@ -381,31 +381,43 @@ async def _call(args: argparse.Namespace) -> int:
     return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
 
 
-async def _tools(args: argparse.Namespace) -> int:
+async def _list(
+    args: argparse.Namespace,
+    method: str,
+    key: str,
+    headers: Sequence[str],
+    row: Callable[[dict[str, Any]], list[str]],
+) -> int:
+    """Every page of ``method``: the merged result as JSON, or a table of its ``key`` items."""
     async with make_client(args) as client:
-        result = await client.list_all("tools/list", "tools")
+        result = await client.list_all(method, key)
     if _wants_json(args):
         _emit_json(result)
     else:
-        rows = []
-        for t in result["tools"]:
-            ann = t.get("annotations") or {}
-            flags = [
-                k.replace("Hint", "")
-                for k in ("readOnlyHint", "destructiveHint", "idempotentHint")
-                if ann.get(k)
-            ]
-            params = ", ".join((t.get("inputSchema") or {}).get("properties", {}) or {})
-            rows.append(
-                [
-                    t.get("name", "?"),
-                    f"({params})",
-                    (t.get("description") or "").strip(),
-                    " ".join(flags),
-                ]
-            )
-        _table(["Tool", "Parameters", "Description", "Hints"], rows)
+        _table(headers, [row(item) for item in result[key]])
     return EXIT_OK
+
+
+async def _tools(args: argparse.Namespace) -> int:
+    return await _list(
+        args, "tools/list", "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
+    )
+
+
+def _tool_row(t: dict[str, Any]) -> list[str]:
+    ann = t.get("annotations") or {}
+    flags = [
+        k.replace("Hint", "")
+        for k in ("readOnlyHint", "destructiveHint", "idempotentHint")
+        if ann.get(k)
+    ]
+    params = ", ".join((t.get("inputSchema") or {}).get("properties", {}) or {})
+    return [
+        t.get("name", "?"),
+        f"({params})",
+        (t.get("description") or "").strip(),
+        " ".join(flags),
+    ]
 
 
 async def _discover(args: argparse.Namespace) -> int:
@@ -430,17 +442,13 @@ async def _discover(args: argparse.Namespace) -> int:
 
 
 async def _resources(args: argparse.Namespace) -> int:
-    async with make_client(args) as client:
-        result = await client.list_all("resources/list", "resources")
-    if _wants_json(args):
-        _emit_json(result)
-    else:
-        rows = [
-            [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")]
-            for r in result["resources"]
-        ]
-        _table(["URI", "Name", "MIME type"], rows)
-    return EXIT_OK
+    return await _list(
+        args,
+        "resources/list",
+        "resources",
+        ["URI", "Name", "MIME type"],
+        lambda r: [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")],
+    )
 
 
 async def _read(args: argparse.Namespace) -> int:
@@ -461,21 +469,17 @@ async def _read(args: argparse.Namespace) -> int:
 
 
 async def _prompts(args: argparse.Namespace) -> int:
-    async with make_client(args) as client:
-        result = await client.list_all("prompts/list", "prompts")
-    if _wants_json(args):
-        _emit_json(result)
-    else:
-        rows = [
-            [
-                p.get("name", "?"),
-                ", ".join(a.get("name", "?") for a in p.get("arguments") or []),
-                p.get("description", ""),
-            ]
-            for p in result["prompts"]
-        ]
-        _table(["Prompt", "Arguments", "Description"], rows)
-    return EXIT_OK
+    return await _list(
+        args,
+        "prompts/list",
+        "prompts",
+        ["Prompt", "Arguments", "Description"],
+        lambda p: [
+            p.get("name", "?"),
+            ", ".join(a.get("name", "?") for a in p.get("arguments") or []),
+            p.get("description", ""),
+        ],
+    )
 
 
 async def _get(args: argparse.Namespace) -> int:
