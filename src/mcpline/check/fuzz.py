@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc import MISSING, notification, request
+from ..protocol.versions import PROTOCOL_VERSION_KEY
 from ..wire import encode
 from .runner import ServerProcess, idkey, modern_meta
 
@@ -426,7 +427,7 @@ class Fuzzer:
             else:
                 meta[key] = rng.choice(_ODD_VALUES)
         elif choice == 6:
-            msg["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = rng.choice(
+            msg["params"]["_meta"][PROTOCOL_VERSION_KEY] = rng.choice(
                 ["2025-11-25", "2099-01-01", "", "2026-07-28x"]
             )
         elif choice == 7:

@@ -26,6 +26,7 @@ from ..jsonrpc import MISSING, is_valid_id, notification, request
 from ..protocol.versions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    LOG_LEVEL_KEY,
     PROTOCOL_VERSION_KEY,
 )
 from ..wire import encode
@@ -303,7 +304,7 @@ class ServerProcess:
         if isinstance(meta, dict):
             if "progressToken" in meta:
                 self.progress_tokens.add(idkey(meta["progressToken"]))
-            if "io.modelcontextprotocol/logLevel" in meta:
+            if LOG_LEVEL_KEY in meta:
                 self.log_requested = True
 
     def send(self, msg: dict[str, Any]) -> bool:
