@@ -139,11 +139,14 @@ class ServerProcess:
         except ValueError:
             self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
             raise
-        method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
-        version = self._era(msg)
-        for p in wirecheck.check_message(msg, method=method, version=version):
-            self.problems.append(f"{p} in {line[:300]!r}")
+        self._check(msg, line)
         return msg
+
+    def _check(self, msg: Any, line: bytes) -> None:
+        """Record the schema problems of one message the server wrote."""
+        method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
+        for p in wirecheck.check_message(msg, method=method, version=self._era(msg)):
+            self.problems.append(f"{p} in {line[:300]!r}")
 
     def _era(self, msg: Any) -> str:
         """The schema for one server message: a response follows the era of its request
@@ -217,10 +220,7 @@ class ServerProcess:
             except ValueError:
                 self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
                 continue
-            method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
-            version = self._era(msg)
-            for p in wirecheck.check_message(msg, method=method, version=version):
-                self.problems.append(f"{p} in {line[:300]!r}")
+            self._check(msg, line)
 
     def _remaining_lines(self) -> list[bytes]:
         out = []
