@@ -715,11 +715,7 @@ class Listener:
                     if not exc.retriable or client._closed:
                         raise
                     log.info("listen stream lost (%s); re-establishing it", exc)
-        except asyncio.CancelledError:
-            raise
-        except ClientError as exc:
-            self._put(exc)
-        except Exception as exc:  # pragma: no cover - defensive
+        except Exception as exc:  # a ClientError, or anything unexpected: the reader sees it
             self._put(exc)
 
     async def _listen_modern(self, link: _Link) -> None:
