@@ -294,14 +294,16 @@ class Checker:
             self.check_legacy()
         if self.wants("lifecycle"):
             self.check_lifecycle(slow)
-        if self.wants("fuzz") and self.fuzz_lines > 0:
-            from .fuzz import run_fuzz_check
+        fuzz = self.wants("fuzz") and self.fuzz_lines > 0
+        soak = self.wants("soak") and self.soak_requests > 0
+        if fuzz or soak:
+            from .fuzz import corpus_for, run_fuzz_check, run_soak_check
 
-            run_fuzz_check(self, self.fuzz_lines, self.seed)
-        if self.wants("soak") and self.soak_requests > 0:
-            from .fuzz import run_soak_check
-
-            run_soak_check(self, self.soak_requests)
+            corpus = corpus_for(self, slow, self.seed)
+            if fuzz:
+                run_fuzz_check(self, corpus, self.fuzz_lines, self.seed)
+            if soak:
+                run_soak_check(self, corpus, self.soak_requests)
 
     def probe_modern(self, p: ServerProcess) -> None:
         """The first request a modern client sends: ``server/discover`` (digest §9.2)."""

@@ -774,11 +774,9 @@ def _mib(n: int | None) -> str:
     return "n/a" if n is None else f"{n / 1048576:.1f} MiB"
 
 
-def run_fuzz_check(checker: Checker, n: int, seed: int) -> FuzzReport:
-    from .checks import FAIL, PASS, WARN, find_slow_tool
+def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzReport:
+    from .checks import FAIL, PASS, WARN
 
-    slow = find_slow_tool(checker.tools or [])
-    corpus = corpus_for(checker, slow, seed)
     fuzzer = Fuzzer(corpus, seed)
     p = checker.spawn("fuzz", record=False)
     rep, _ = fuzz_server(checker.argv, fuzzer, n, timeout=max(checker.timeout, 5.0), process=p)
@@ -864,11 +862,9 @@ def run_fuzz_check(checker: Checker, n: int, seed: int) -> FuzzReport:
     return rep
 
 
-def run_soak_check(checker: Checker, n: int) -> SoakReport:
-    from .checks import FAIL, PASS, WARN, find_slow_tool
+def run_soak_check(checker: Checker, corpus: Corpus, n: int) -> SoakReport:
+    from .checks import FAIL, PASS, WARN
 
-    slow = find_slow_tool(checker.tools or [])
-    corpus = corpus_for(checker, slow, checker.seed)
     rep = soak_server(
         checker.argv,
         corpus,
