@@ -67,7 +67,6 @@ class ServerProcess:
         self.modern_ids: set[Any] = set()
         self.problems: list[str] = []
         self._ids = itertools.count(1)
-        self._stash: list[dict[str, Any]] = []
         threading.Thread(target=self._pump_out, daemon=True).start()
         threading.Thread(target=self._pump_err, daemon=True).start()
 
@@ -129,8 +128,6 @@ class ServerProcess:
 
     def read(self, timeout: float = 10.0) -> dict[str, Any]:
         """The next message the server writes (checked against the schema)."""
-        if self._stash:
-            return self._stash.pop(0)
         line = self.lines.get(timeout=timeout)
         if line is None:
             raise EOFError("server closed stdout")
