@@ -844,28 +844,13 @@ class Checker:
                 code=-32600,
                 what=f"a request with id {raw_id}",
             )
-        m = p.request_msg("server/discover", id=f"{rid}-jsonrpc")
-        m["jsonrpc"] = "1.0"
-        self.expect(
-            "errors.jsonrpc-version",
-            env,
-            p,
-            m,
-            code=-32600,
-            id=m["id"],
-            what='"jsonrpc": "1.0" with a valid id',
-        )
-        m = p.request_msg("server/discover", id=f"{rid}-method")
-        m["method"] = 7
-        self.expect(
-            "errors.method-not-string",
-            env,
-            p,
-            m,
-            code=-32600,
-            id=m["id"],
-            what="method 7 with a valid id",
-        )
+        for cid, member, value, what in (
+            ("errors.jsonrpc-version", "jsonrpc", "1.0", '"jsonrpc": "1.0" with a valid id'),
+            ("errors.method-not-string", "method", 7, "method 7 with a valid id"),
+        ):
+            m = p.request_msg("server/discover", id=f"{rid}-{member}")
+            m[member] = value
+            self.expect(cid, env, p, m, code=-32600, id=m["id"], what=what)
         m = p.request_msg("mcpline-check/no-such-method", id=f"{rid}-unknown")
         self.expect(
             "errors.unknown-method",
