@@ -13,6 +13,8 @@ from typing import Any
 
 import jsonschema_rs
 
+from ..protocol.versions import MRTR_METHODS
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
@@ -37,7 +39,6 @@ TYPED_ERRORS = {
     -32021: "MissingRequiredClientCapabilityError",
     -32022: "UnsupportedProtocolVersionError",
 }
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 
 @cache

@@ -17,13 +17,14 @@ from ..protocol.versions import (
     LOG_LEVEL_KEY,
     LOG_LEVELS,
     MODERN_VERSIONS,
+    MRTR_METHODS,
     PYTHON_LOG_LEVEL,
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
 from .errors import ClientClosed, ClientError, ConnectionLost, ProtocolError, ServerError
-from .mrtr import MRTR_METHODS, InputHandler, InputHandlers, result_type, run_rounds
+from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
 from .session import NotificationCallback, ProgressCallback, Session, Trace
 
 log = logging.getLogger("mcpline.client")

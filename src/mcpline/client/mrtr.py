@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..jsonrpc import METHOD_NOT_FOUND, JsonRpcError
+from ..protocol.versions import MRTR_METHODS
 from .errors import InputDeclined, ProtocolError
 from .session import maybe_await
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
-
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-"""The only methods that may answer ``input_required``."""
 
 RESULT_TYPES = ("complete", "input_required")
 

@@ -19,6 +19,9 @@ LOG_LEVEL_KEY = META_PREFIX + "logLevel"
 SERVER_INFO_KEY = META_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = META_PREFIX + "subscriptionId"
 
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""The only methods whose result may be an InputRequiredResult."""
+
 LOG_LEVELS: tuple[str, ...] = (
     "debug",
     "info",

@@ -24,10 +24,10 @@ from ..jsonrpc import (
 )
 from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import StateSealer
-from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, SERVER_INFO_KEY
+from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, MRTR_METHODS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .context import Context
-from .mrtr import MRTR_METHODS, InputRequired, refuse, run_modern
+from .mrtr import InputRequired, refuse, run_modern
 from .tools import Tool, invoke, make_tool
 from .workers import WorkerPool
 

@@ -40,11 +40,16 @@ from ..jsonrpc import (
     notification,
 )
 from ..protocol.meta import RequestMeta, has_modern_meta
-from ..protocol.versions import LEGACY_VERSIONS, LOG_LEVEL_RANK, LOG_LEVELS, SERVER_INFO_KEY
+from ..protocol.versions import (
+    LEGACY_VERSIONS,
+    LOG_LEVEL_RANK,
+    LOG_LEVELS,
+    MRTR_METHODS,
+    SERVER_INFO_KEY,
+)
 from .context import Context
 from .mrtr import (
     ELICIT,
-    MRTR_METHODS,
     InputRequest,
     InputRequired,
     refuse,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING, JsonRpcError
 from ..protocol.capabilities import MissingCapabilityError
+from ..protocol.versions import MRTR_METHODS
 
 if TYPE_CHECKING:
     from ..protocol.state import StateSealer
@@ -39,8 +40,6 @@ ELICIT = "elicitation/create"
 SAMPLE = "sampling/createMessage"
 ROOTS = "roots/list"
 INPUT_METHODS = frozenset({ELICIT, SAMPLE, ROOTS})
-MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-"""The only methods that may answer with an ``InputRequiredResult``."""
 
 _PY_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
