@@ -1,50 +1,30 @@
 """Validation of every line a server writes against the official MCP JSON schemas.
 
-The schemas are found in ``$MCPLINE_SCHEMA_DIR`` or in ``../shared/spec`` beside the
-repository. In CI (``CI`` set) a missing schema is an error, never a skip.
+The schemas are the official 2026-07-28 and 2025-11-25 ones that ship inside the package
+(``mcpline/check/schema-*.json``), so the suite needs nothing outside the repository. The
+message rules below are written independently of ``mcpline.check.schema`` so that the tests
+do not judge the checker's logic with itself.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 import jsonschema_rs
 
 from mcpline.check.schema import RESULT_DEFS, TYPED_ERRORS
 
-REPO = Path(__file__).resolve().parent.parent
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
 
-
-class SchemaMissing(RuntimeError):
-    pass
-
-
-def schema_dir() -> Path | None:
-    env = os.environ.get("MCPLINE_SCHEMA_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [REPO.parent / "shared" / "spec", REPO / "shared" / "spec"]
-    for c in candidates:
-        if (c / f"schema-{MODERN}.json").is_file():
-            return c
-    return None
-
-
 @cache
 def _defs(version: str) -> tuple[str, dict[str, Any]]:
-    d = schema_dir()
-    if d is None:
-        raise SchemaMissing(
-            "official MCP schemas not found: "
-            "set MCPLINE_SCHEMA_DIR or place shared/spec beside the repo"
-        )
-    doc = json.loads((d / f"schema-{version}.json").read_text())
+    text = resources.files("mcpline.check").joinpath(f"schema-{version}.json").read_text("utf-8")
+    doc = json.loads(text)
     key = "$defs" if "$defs" in doc else "definitions"
     return key, doc[key]
 
