@@ -20,7 +20,7 @@ test: $(BIN)/.installed
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples bench
-	$(BIN)/mypy src
+	$(BIN)/mypy src examples bench
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -79,13 +79,14 @@ async def worker(kind: str, server: str, seconds: float) -> dict[str, Any]:
             out["seq"] = await _measure(call, seconds, 1)
             out["pipe"] = await _measure(call, seconds, 100)
     else:
-        from mcp import Client, StdioServerParameters
+        from mcp import Client as SdkClient
+        from mcp import StdioServerParameters
 
         params = StdioServerParameters(command=sys.executable, args=[path], env=dict(os.environ))
-        async with Client(params) as client:
+        async with SdkClient(params) as sdk:
 
             async def call() -> None:
-                _check(await client.call_tool("echo", {"text": "hello"}))
+                _check(await sdk.call_tool("echo", {"text": "hello"}))
 
             await call()
             out["start"] = time.perf_counter() - t0
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
     def med(kind: str, server: str, *path: str) -> float:
-        vals = []
+        vals: list[float] = []
         for s in samples[(kind, server)]:
             v: Any = s
             for p in path:

@@ -41,7 +41,8 @@ class BenchError(RuntimeError):
 def _tail(fh: Any, limit: int = 2000) -> str:
     with contextlib.suppress(OSError, ValueError):
         fh.seek(0)
-        return fh.read()[-limit:].decode(errors="replace")
+        tail: bytes = fh.read()[-limit:]
+        return tail.decode(errors="replace")
     return ""
 
 

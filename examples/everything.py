@@ -155,8 +155,9 @@ def _sampled_text(answer: dict[str, Any]) -> str:
     """The text of a CreateMessageResult (its content is one block or a list of them)."""
     content = answer.get("content")
     for block in content if isinstance(content, list) else [content]:
-        if isinstance(block, dict) and isinstance(block.get("text"), str):
-            return block["text"]
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str):
+            return text
     return "No response"
 
 

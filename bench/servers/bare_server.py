@@ -10,6 +10,7 @@ import heapq
 import os
 import select
 import time
+from typing import Any
 
 import msgspec
 
@@ -41,24 +42,24 @@ TOOLS = {
 }
 
 
-def reply(rid, result):
+def reply(rid: Any, result: dict[str, Any]) -> bytes:
     return encode({"jsonrpc": "2.0", "id": rid, "result": result}) + b"\n"
 
 
-def text_result(text):
+def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "resultType": "complete"}
 
 
-def write_all(fd, data):
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def main():
+def main() -> None:
     rfd, wfd = 0, 1
-    pending = []
-    timers = []  # (due, seq, id, ms)
+    pending: list[bytes] = []
+    timers: list[tuple[float, int, Any, int]] = []  # (due, seq, id, ms)
     seq = 0
     reading = True
     while reading or timers:
@@ -66,7 +67,7 @@ def main():
         if timers:
             timeout = max(0.0, timers[0][0] - time.monotonic())
         ready, _, _ = select.select([rfd] if reading else [], [], [], timeout)
-        out = []
+        out: list[bytes] = []
         now = time.monotonic()
         while timers and timers[0][0] <= now:
             _, _, rid, ms = heapq.heappop(timers)
@@ -78,7 +79,7 @@ def main():
             last = chunk.rfind(b"\n")
             if last < 0:
                 pending.append(chunk)  # part of a long line: keep the pieces, join once
-                lines = []
+                lines: list[bytes] = []
             else:
                 pending.append(chunk[: last + 1])
                 lines = b"".join(pending).split(b"\n")

@@ -8,13 +8,13 @@ from mcpline import Server, ToolError
 server = Server("calculator", version="1.0.0")
 
 
-@server.tool(annotations={"read_only": True, "idempotent": True})  # type: ignore[untyped-decorator, misc]
+@server.tool(annotations={"read_only": True, "idempotent": True})
 def add(a: float, b: float) -> float:
     """Add two numbers."""
     return a + b
 
 
-@server.tool(annotations={"read_only": True, "idempotent": True})  # type: ignore[untyped-decorator, misc]
+@server.tool(annotations={"read_only": True, "idempotent": True})
 def divide(a: float, b: float) -> float:
     """Divide a by b."""
     if b == 0:

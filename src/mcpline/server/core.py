@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
@@ -227,9 +227,13 @@ class Server:
 
     # --- registration ------------------------------------------------------------------
 
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
-        name: str | Callable[..., Any] | None = None,
+        name: str | None = None,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -240,7 +244,22 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
-    ) -> Any:
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        hidden: bool = False,
+    ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
         The input schema comes from the type hints (or ``input_schema``), the description
@@ -345,7 +364,13 @@ class Server:
         """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""
         return self._resources.watchable(uri)
 
-    def prompt(self, name: str | Callable[..., Any] | None = None, **options: Any) -> Any:
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
+    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, name: str | F | None = None, **options: Any) -> F | Callable[[F], F]:
         """Decorator: register a prompt (``@server.prompt`` or ``@server.prompt(...)``).
 
         Options: ``title``, ``description`` (default: the docstring), ``argument_titles``,

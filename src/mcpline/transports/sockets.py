@@ -294,8 +294,8 @@ class SocketChannel:
             transport, protocol = await asyncio.wait_for(coro, timeout)
         except (OSError, asyncio.TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {addr}: {exc or 'timed out'}") from None
-        chan.transport = transport  # type: ignore[assignment]
-        chan.protocol = protocol  # type: ignore[assignment]
+        chan.transport = transport
+        chan.protocol = protocol
         session.channel = chan
         return chan
 
