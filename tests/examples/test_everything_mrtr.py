@@ -158,6 +158,15 @@ def test_request_state(ev: ServerProcess) -> None:
         inputResponses={"confirm": accept(ok=True)},
     )
     assert "state-ok" in complete_text(done)
+    # a state is accepted once
+    replay = call(
+        ev,
+        "test_input_required_result_request_state",
+        requestState=r["requestState"],
+        inputResponses={"confirm": accept(ok=True)},
+    )
+    assert replay["error"]["code"] == -32602
+    assert "already used" in replay["error"]["message"]
     # without the state, or with ok=false: asked again
     irr(
         call(
@@ -166,11 +175,12 @@ def test_request_state(ev: ServerProcess) -> None:
             inputResponses={"confirm": accept(ok=True)},
         )
     )
+    fresh = irr(call(ev, "test_input_required_result_request_state"))
     irr(
         call(
             ev,
             "test_input_required_result_request_state",
-            requestState=r["requestState"],
+            requestState=fresh["requestState"],
             inputResponses={"confirm": accept(ok=False)},
         )
     )
@@ -192,7 +202,7 @@ def test_multiple_input_requests(ev: ServerProcess) -> None:
         "client_roots": ROOTS,
     }
     partial = {"user_name": answers["user_name"]}
-    irr(
+    again = irr(
         call(
             ev,
             "test_input_required_result_multiple_inputs",
@@ -200,10 +210,11 @@ def test_multiple_input_requests(ev: ServerProcess) -> None:
             inputResponses=partial,
         )
     )
+    assert again["requestState"] != r["requestState"]
     done = call(
         ev,
         "test_input_required_result_multiple_inputs",
-        requestState=r["requestState"],
+        requestState=again["requestState"],
         inputResponses=answers,
     )
     assert complete_text(done) == "Name: Alice; Greeting: Hello there!; Roots: 1"
@@ -232,12 +243,20 @@ def test_multi_round(ev: ServerProcess) -> None:
         inputResponses={"step2": accept(color="blue")},
     )
     assert complete_text(done) == "Multi-round complete for Alice who likes blue"
-    # a round-2 answer to the round-1 state restarts at round 1
+    # a used state is refused; a round-2 answer to a round-1 state restarts at round 1
+    replay = call(
+        ev,
+        "test_input_required_result_multi_round",
+        requestState=r2["requestState"],
+        inputResponses={"step2": accept(color="blue")},
+    )
+    assert replay["error"]["code"] == -32602
+    fresh = irr(call(ev, "test_input_required_result_multi_round"))
     again = irr(
         call(
             ev,
             "test_input_required_result_multi_round",
-            requestState=r1["requestState"],
+            requestState=fresh["requestState"],
             inputResponses={"step2": accept(color="blue")},
         )
     )
@@ -262,7 +281,8 @@ def test_tampered_state(ev: ServerProcess) -> None:
         inputResponses={"confirm": accept(ok=True)},
     )
     assert complete_text(good) == "integrity-ok: state verified"
-    irr(call(ev, "test_input_required_result_tampered_state", requestState=state))
+    fresh = irr(call(ev, "test_input_required_result_tampered_state"))["requestState"]
+    irr(call(ev, "test_input_required_result_tampered_state", requestState=fresh))
 
 
 # input-required-result-capability-check

@@ -8,7 +8,13 @@ import json
 import pytest
 
 from mcpline.jsonrpc import INVALID_PARAMS
-from mcpline.protocol.state import STATE_KEY_ENV, StateError, StateSealer, params_digest
+from mcpline.protocol.state import (
+    STATE_KEY_ENV,
+    MemoryNonceLedger,
+    StateError,
+    StateSealer,
+    params_digest,
+)
 
 KEY = "k" * 32
 PARAMS = {"name": "greet", "arguments": {"x": 1}, "_meta": {"a": 1}}
@@ -138,3 +144,55 @@ def test_short_key_and_bad_state_are_refused() -> None:
         StateSealer(KEY).seal("tools/call", PARAMS, object())
     with pytest.raises(ValueError, match="limit"):
         StateSealer(KEY).seal("tools/call", PARAMS, "x" * 100_000)
+
+
+# --- single use -------------------------------------------------------------------------------
+
+
+def test_with_a_ledger_a_state_opens_once() -> None:
+    s = StateSealer(KEY, ledger=MemoryNonceLedger())
+    token = s.seal("tools/call", PARAMS, "x")
+    assert s.open(token, "tools/call", PARAMS)[0] == "x"
+    with pytest.raises(StateError, match="already used") as info:
+        s.open(token, "tools/call", PARAMS)
+    assert info.value.code == INVALID_PARAMS
+
+
+def test_without_a_ledger_a_state_reopens_until_expiry() -> None:
+    s = StateSealer(KEY)
+    token = s.seal("tools/call", PARAMS, "x")
+    assert s.open(token, "tools/call", PARAMS) == s.open(token, "tools/call", PARAMS)
+
+
+def test_a_refused_state_is_not_consumed() -> None:
+    s = StateSealer(KEY, ledger=MemoryNonceLedger())
+    token = s.seal("tools/call", PARAMS, "x")
+    with pytest.raises(StateError):
+        s.open(token + "0", "tools/call", PARAMS)
+    with pytest.raises(StateError):
+        s.open(token, "tools/call", {**PARAMS, "name": "other"})
+    assert s.open(token, "tools/call", PARAMS)[0] == "x"
+
+
+def test_ledger_forgets_nonces_once_expired_and_fails_closed_when_full() -> None:
+    clock = Clock()
+    ledger = MemoryNonceLedger(max_entries=2, clock=clock)
+    assert ledger.claim("a", int(clock.now) + 10)
+    assert ledger.claim("b", int(clock.now) + 20)
+    assert not ledger.claim("a", int(clock.now) + 10)
+    assert not ledger.claim("c", int(clock.now) + 10)  # full of live nonces: refuse
+    clock.now += 10
+    assert len(ledger) == 2
+    assert ledger.claim("c", int(clock.now) + 10)  # "a" expired and was dropped
+    assert len(ledger) == 2
+    with pytest.raises(ValueError):
+        MemoryNonceLedger(max_entries=0)
+
+
+def test_server_single_use_option() -> None:
+    from mcpline import Server
+
+    assert isinstance(Server("a").state_sealer.ledger, MemoryNonceLedger)
+    assert Server("b", state_single_use=False).state_sealer.ledger is None
+    shared = MemoryNonceLedger()
+    assert Server("c", state_single_use=shared).state_sealer.ledger is shared

@@ -16,19 +16,25 @@ random per-process key — then states die with the process (a retry after a res
 -32602 and the client starts over). Give replicas the same key to let them share states.
 
 The state is authenticated, not encrypted: the client can read it, so keep secrets out of it.
-Nothing stops a client from replaying a valid state until it expires (on the same method
-and params); a handler that needs single use must record consumption itself.
+
+Replay: each sealed state carries a random nonce. With a `NonceLedger` (the server's default)
+a state is accepted once: opening it records the nonce until the state expires, and a second
+use is -32602. The default `MemoryNonceLedger` sees only this process, so replicas that share
+a key must share a ledger too (any object with `NonceLedger.claim`) or a state can be
+replayed once per replica. Without a ledger (``Server(state_single_use=False)``) a state is
+reusable until it expires, on the same method and params only.
 """
 
 from __future__ import annotations
 
 import base64
+import heapq
 import math
 import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -52,6 +58,46 @@ class StateError(JsonRpcError):
 
     def __init__(self, why: str) -> None:
         super().__init__(INVALID_PARAMS, f"Invalid params: requestState {why}")
+
+
+class NonceLedger(Protocol):
+    """Records which sealed states were used, so that each is accepted once."""
+
+    def claim(self, nonce: str, expiry: int) -> bool:
+        """Record ``nonce`` until ``expiry`` (unix s); False when it was already claimed or
+        cannot be recorded (the state is then refused)."""
+        ...
+
+
+class MemoryNonceLedger:
+    """A `NonceLedger` for one process, holding at most ``max_entries`` unexpired nonces.
+
+    When full of unexpired nonces it refuses new claims (fails closed) rather than forget
+    one that could then be replayed.
+    """
+
+    def __init__(self, max_entries: int = 100_000, clock: Callable[[], float] = time.time):
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        self.max_entries = max_entries
+        self._clock = clock
+        self._expiry: dict[str, int] = {}
+        self._queue: list[tuple[int, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._expiry)
+
+    def claim(self, nonce: str, expiry: int) -> bool:
+        now = self._clock()
+        queue = self._queue
+        while queue and queue[0][0] <= now:
+            _, old = heapq.heappop(queue)
+            self._expiry.pop(old, None)
+        if nonce in self._expiry or len(self._expiry) >= self.max_entries:
+            return False
+        self._expiry[nonce] = expiry
+        heapq.heappush(queue, (expiry, nonce))
+        return True
 
 
 def params_digest(params: Mapping[str, Any]) -> str:
@@ -103,7 +149,8 @@ class StateSealer:
 
     ``key``: bytes or text of at least 16 bytes; ``None`` reads ``$MCPLINE_STATE_KEY`` and
     falls back to a random per-process key. ``scope`` (e.g. the server name) separates
-    deployments that share a key. ``ttl`` is the lifetime of a state in seconds.
+    deployments that share a key. ``ttl`` is the lifetime of a state in seconds. With a
+    ``ledger`` each state opens once (see the module docstring).
     """
 
     def __init__(
@@ -113,6 +160,7 @@ class StateSealer:
         scope: str = "",
         ttl: float = 900.0,
         clock: Callable[[], float] = time.time,
+        ledger: NonceLedger | None = None,
     ) -> None:
         if ttl <= 0:
             raise ValueError("state ttl must be positive")
@@ -121,6 +169,7 @@ class StateSealer:
         self._key: bytes | None = None
         self.ttl = ttl
         self._clock = clock
+        self.ledger = ledger
 
     def _mac(self, body: bytes) -> str:
         # hashlib/hmac load on the first seal or open, not with the server.
@@ -175,7 +224,7 @@ class StateSealer:
         """Verify ``token`` for this request; return (state, input methods).
 
         Raises `StateError` (-32602) for anything but an intact, unexpired token issued by this
-        deployment for the same method and salient params.
+        deployment for the same method and salient params, and, with a ledger, not used before.
         """
         if type(token) is not str:
             raise StateError("must be a string")
@@ -205,4 +254,6 @@ class StateSealer:
             raise StateError("was issued for a request with other parameters")
         if self._clock() >= expiry:
             raise StateError("has expired; start the request again without it")
+        if self.ledger is not None and not self.ledger.claim(str(payload["n"]), expiry):
+            raise StateError("was already used (each is accepted once); start again without it")
         return payload["s"], inputs

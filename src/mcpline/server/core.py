@@ -23,7 +23,7 @@ from ..jsonrpc import (
     Response,
 )
 from ..protocol.meta import RequestMeta, validate_request_meta
-from ..protocol.state import StateSealer
+from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
 from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, MRTR_METHODS, SERVER_INFO_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .context import Context
@@ -88,7 +88,9 @@ class Server:
     ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
     ``lifespan`` is an async context manager factory whose value handlers see as
     ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
-    ``state_key``/``state_ttl`` seal MRTR ``requestState`` (see `mcpline.protocol.state`);
+    ``state_key``/``state_ttl`` seal MRTR ``requestState``, accepted once each unless
+    ``state_single_use=False``; pass a shared `NonceLedger` there for replicas (see
+    `mcpline.protocol.state`);
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
     """
 
@@ -114,6 +116,7 @@ class Server:
         server_info_in_results: bool = True,
         state_key: bytes | str | None = None,
         state_ttl: float = 900.0,
+        state_single_use: bool | NonceLedger = True,
         legacy: bool = True,
         read_ttl_ms: int = 0,
         read_cache_scope: str = "private",
@@ -187,7 +190,12 @@ class Server:
         self.list_changed_hook: Callable[[Connection, str], None] | None = None
         self.era_router: Callable[[Connection, Request], Routed | None] | None = None
         """Lets another era (the legacy handshake) claim a request before modern routing."""
-        self.state_sealer = StateSealer(state_key, scope=name, ttl=state_ttl)
+        ledger = (
+            (MemoryNonceLedger() if state_single_use else None)
+            if isinstance(state_single_use, bool)
+            else state_single_use
+        )
+        self.state_sealer = StateSealer(state_key, scope=name, ttl=state_ttl, ledger=ledger)
         """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
         else random per process (states then die with the process)."""
         self.legacy: Any = None
