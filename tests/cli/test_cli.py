@@ -211,7 +211,7 @@ def test_listen_prints_json_lines_until_interrupted(tmp_path: Path) -> None:
 # --- terminals ------------------------------------------------------------------------------
 
 
-def _run_in_pty(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+def run_in_pty(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run with stdout and stderr on a pseudo-terminal; return (exit code, everything shown)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
@@ -239,23 +239,23 @@ def _run_in_pty(args: list[str], env: dict[str, str] | None = None) -> tuple[int
 
 def test_terminal_gets_tables_and_json_flag_forces_json() -> None:
     env = {**os.environ, "COLUMNS": "120"}
-    code, shown = _run_in_pty(["tools", *SERVER], env)
+    code, shown = run_in_pty(["tools", *SERVER], env)
     assert code == 0
     assert "add" in shown and "Add two numbers." in shown and '"inputSchema"' not in shown
-    code, shown = _run_in_pty(["tools", "--json", *SERVER], env)
+    code, shown = run_in_pty(["tools", "--json", *SERVER], env)
     assert code == 0 and '"inputSchema"' in shown
 
 
 def test_terminal_shows_progress_bar_on_stderr(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
-    code, shown = _run_in_pty(["call", "count", "--", PY, *fake.argv], {**os.environ, **fake.env})
+    code, shown = run_in_pty(["call", "count", "--", PY, *fake.argv], {**os.environ, **fake.env})
     assert code == 0
     assert "█" in shown and "3/3" in shown and "counted" in shown
 
 
 def test_terminal_rendering_of_malformed_results_is_exit_2_with_one_line(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "badtools")
-    code, shown = _run_in_pty(["tools", "--", PY, *fake.argv], {**os.environ, **fake.env})
+    code, shown = run_in_pty(["tools", "--", PY, *fake.argv], {**os.environ, **fake.env})
     assert code == 2, shown
     assert "Traceback" not in shown
     lines = [line for line in shown.splitlines() if line.strip()]

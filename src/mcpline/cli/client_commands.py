@@ -3,8 +3,10 @@
 
 The server is ``-- SERVER_CMD [ARGS...]``, ``--server unix:PATH|tcp:HOST:PORT`` or
 ``--config FILE --name NAME`` (the ``mcpServers`` format MCP hosts use). Output is JSON, or
-tables when stdout is a terminal (``--json`` forces JSON). Exit codes: 0 success, 1 a tool
-result with ``isError: true``, 2 a protocol or transport failure (one line on stderr).
+tables when stdout is a terminal (``--json`` forces JSON); on a terminal every piece of
+server text goes through `for_terminal` (JSON through `json_for_terminal`). Exit codes: 0
+success, 1 a tool result with ``isError: true``, 2 a protocol or transport failure (one line
+on stderr).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+from .safe_text import for_terminal, json_for_terminal
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
@@ -138,7 +142,7 @@ def load_config(
 ) -> tuple[str, list[str], dict[str, str] | None, str | None]:
     """The (command, args, env, cwd) of server ``name`` in an ``mcpServers`` config file."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             data = json.load(f)
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read config {path}: {exc}") from None
@@ -199,7 +203,7 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
     }
     if args.verbose:
         options["trace"] = _trace
-        options["on_stderr"] = lambda line: print(f"[server] {line}", file=sys.stderr, flush=True)
+        options["on_stderr"] = lambda line: _note(f"[server] {line}")
     else:
         options["on_stderr"] = lambda line: None
     if args.server:
@@ -227,7 +231,12 @@ def _trace(direction: str, line: bytes) -> None:
     text = line.decode("utf-8", "replace")
     if len(text) > 4000:
         text = text[:4000] + f"… [{len(line)} bytes]"
-    print(f"{arrow} {text}", file=sys.stderr, flush=True)
+    _note(f"{arrow} {text}")
+
+
+def _note(text: str) -> None:
+    """One line of diagnostics on stderr (server text made safe for a terminal)."""
+    print(for_terminal(text), file=sys.stderr, flush=True)
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -241,10 +250,10 @@ def main_for(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int
     try:
         return asyncio.run(_guarded(args, op))
     except UsageError as exc:
-        print(f"mcpline {args.command}: {exc}", file=sys.stderr)
+        _note(f"mcpline {args.command}: {exc}")
         return EXIT_FAILURE
     except ClientError as exc:
-        print(f"mcpline {args.command}: {_one_line(str(exc))}", file=sys.stderr)
+        _note(f"mcpline {args.command}: {_one_line(str(exc))}")
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_OK if args.command == "listen" else EXIT_FAILURE
@@ -267,10 +276,7 @@ def main_for(args: argparse.Namespace, op: Callable[..., Awaitable[int]]) -> int
 
             traceback.print_exc()
         why = _one_line(f"{type(exc).__name__}: {exc}")
-        print(
-            f"mcpline {args.command}: unexpected response from the server ({why})",
-            file=sys.stderr,
-        )
+        _note(f"mcpline {args.command}: unexpected response from the server ({why})")
         return EXIT_FAILURE
 
 
@@ -314,11 +320,20 @@ def _wants_json(args: argparse.Namespace) -> bool:
     return bool(args.json) or not sys.stdout.isatty()
 
 
-def _emit_json(obj: Any) -> None:
-    sys.stdout.write(
-        json.dumps(obj, ensure_ascii=False, indent=None if not sys.stdout.isatty() else 2) + "\n"
-    )
+def _emit_json(obj: Any, *, line: bool = False) -> None:
+    """``obj`` as JSON on stdout: indented on a terminal (unless ``line``), and there with
+    `json_for_terminal` escapes."""
+    if sys.stdout.isatty():
+        text = json_for_terminal(json.dumps(obj, ensure_ascii=False, indent=None if line else 2))
+    else:
+        text = json.dumps(obj, ensure_ascii=False)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def _say(text: str) -> None:
+    """A line of human output on stdout, made safe for a terminal."""
+    print(for_terminal(text))
 
 
 def _json_arg(text: str, what: str) -> dict[str, Any]:
@@ -350,7 +365,7 @@ class _ProgressBar:
         else:
             text = f"{self.label} {progress:g}"
         if message:
-            text += f" {message}"
+            text += f" {for_terminal(_one_line(message))}"
         sys.stderr.write("\r\x1b[2K" + text[:200])
         sys.stderr.flush()
         self.shown = True
@@ -364,10 +379,27 @@ class _ProgressBar:
 # --- operations ------------------------------------------------------------------------------
 
 
+def _offers(description: Any, capability: str) -> bool:
+    """Whether the server declared ``capability``; true when its capabilities are unknown
+    (a modern server that refused ``server/discover``), where only asking can tell."""
+    return "capabilities" not in description.raw or capability in description.capabilities
+
+
+def _offers_none(capability: str) -> str:
+    return f"this server offers no {capability} (it declared no {capability} capability)"
+
+
+async def _require(client: Any, capability: str) -> None:
+    """Refuse (exit 2) before sending a request the server never declared it serves."""
+    if not _offers(await client.discover(), capability):
+        raise UsageError(_offers_none(capability))
+
+
 async def _call(args: argparse.Namespace) -> int:
     arguments = _json_arg(args.args, "the tool arguments")
     bar = _ProgressBar(args.tool)
     async with make_client(args) as client:
+        await _require(client, "tools")
         try:
             result = await client.call_tool(
                 args.tool, arguments, on_progress=bar if bar.enabled else None
@@ -388,8 +420,19 @@ async def _list(
     headers: Sequence[str],
     row: Callable[[dict[str, Any]], list[str]],
 ) -> int:
-    """Every page of ``method``: the merged result as JSON, or a table of its ``key`` items."""
+    """Every page of ``method``: the merged result as JSON, or a table of its ``key`` items.
+
+    A server that never declared the capability (``key``) is not asked: the answer is an
+    empty list (JSON, with a notice on stderr) or the notice alone (terminal).
+    """
     async with make_client(args) as client:
+        if not _offers(await client.discover(), key):
+            if _wants_json(args):
+                _emit_json({key: []})
+                _note(f"mcpline {args.command}: {_offers_none(key)}")
+            else:
+                _say(_offers_none(key))
+            return EXIT_OK
         result = await client.list_all(method, key)
     if _wants_json(args):
         _emit_json(result)
@@ -453,15 +496,16 @@ async def _resources(args: argparse.Namespace) -> int:
 
 async def _read(args: argparse.Namespace) -> int:
     async with make_client(args) as client:
+        await _require(client, "resources")
         result = await client.read_resource(args.uri)
     if _wants_json(args):
         _emit_json(result)
     else:
         for c in result.get("contents", []):
             if "text" in c:
-                print(c["text"])
+                _say(c["text"])
             else:
-                print(
+                _say(
                     f"[{c.get('mimeType', 'binary')} blob, {len(c.get('blob', ''))} "
                     f"base64 chars] {c.get('uri', '')}"
                 )
@@ -485,6 +529,7 @@ async def _prompts(args: argparse.Namespace) -> int:
 async def _get(args: argparse.Namespace) -> int:
     arguments = _json_arg(args.args, "the prompt arguments")
     async with make_client(args) as client:
+        await _require(client, "prompts")
         result = await client.get_prompt(args.prompt, arguments)
     if _wants_json(args):
         _emit_json(result)
@@ -492,8 +537,27 @@ async def _get(args: argparse.Namespace) -> int:
         for m in result.get("messages", []):
             content = m.get("content") or {}
             text = content.get("text") if isinstance(content, dict) else None
-            print(f"{m.get('role', '?')}: {text if text is not None else json.dumps(content)}")
+            _say(f"{m.get('role', '?')}: {text if text is not None else json.dumps(content)}")
     return EXIT_OK
+
+
+_LEGACY_NOTIFICATIONS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+    "resourceSubscriptions": "notifications/resources/updated",
+}
+
+
+def _legacy_listen_notice(params: dict[str, Any]) -> str:
+    """What a legacy server (no ``subscriptions/listen``) can send unasked, per its
+    capabilities: the client's stand-in acknowledgement, said on stderr, never printed as
+    if the server had sent it."""
+    honoured = params.get("notifications") or {}
+    methods = [m for kind, m in _LEGACY_NOTIFICATIONS.items() if honoured.get(kind)]
+    if not methods:
+        return "legacy server: it declared none of the notifications asked for"
+    return f"legacy server: listening for {', '.join(methods)}"
 
 
 async def _listen(args: argparse.Namespace) -> int:
@@ -501,13 +565,13 @@ async def _listen(args: argparse.Namespace) -> int:
         listener = client.listen(resource_uris=args.resource)
         async with listener:
             async for note in listener:
-                if _wants_json(args):
-                    sys.stdout.write(json.dumps(note.to_message(), ensure_ascii=False) + "\n")
+                if note.synthesized:
+                    _note(f"mcpline listen: {_legacy_listen_notice(note.params)}")
+                elif _wants_json(args):
+                    _emit_json(note.to_message(), line=True)
                 else:
-                    sys.stdout.write(
-                        f"{note.method} {json.dumps(note.params, ensure_ascii=False)}\n"
-                    )
-                sys.stdout.flush()
+                    _say(f"{note.method} {json.dumps(note.params, ensure_ascii=False)}")
+                    sys.stdout.flush()
     return EXIT_OK
 
 
@@ -515,38 +579,38 @@ async def _listen(args: argparse.Namespace) -> int:
 
 
 def _table(headers: Sequence[str], rows: list[list[str]]) -> None:
+    cells = [[for_terminal(str(c)) for c in r] for r in rows]
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
     except ImportError:
-        widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
         if any(headers):
             print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
-        for r in rows:
-            print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=False)))
+        for r in cells:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)))
         return
     table = Table(show_header=any(headers))
     for h in headers:
         table.add_column(h)
-    for r in rows:
-        table.add_row(*[str(c) for c in r])
+    for r in cells:
+        table.add_row(*[Text(c) for c in r])  # Text, not markup: "[/]" is shown as it is
     Console().print(table)
 
 
 def _human_call(result: dict[str, Any]) -> None:
     if result.get("isError"):
-        print("tool error:", file=sys.stdout)
+        print("tool error:")
     for block in result.get("content", []):
         kind = block.get("type")
         if kind == "text":
-            print(block.get("text", ""))
+            _say(block.get("text", ""))
         elif kind in ("image", "audio"):
-            print(
-                f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]"
-            )
+            _say(f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]")
         elif kind == "resource_link":
-            print(f"[resource link {block.get('uri', '')}]")
+            _say(f"[resource link {block.get('uri', '')}]")
         else:
-            print(json.dumps(block, ensure_ascii=False))
+            _say(json.dumps(block, ensure_ascii=False))
     if "structuredContent" in result and not result.get("content"):
-        print(json.dumps(result["structuredContent"], ensure_ascii=False, indent=2))
+        _say(json.dumps(result["structuredContent"], ensure_ascii=False, indent=2))

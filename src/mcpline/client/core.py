@@ -51,10 +51,13 @@ _UNSET: Any = object()
 
 @dataclass(frozen=True)
 class ServerNotification:
-    """A notification delivered on a listen stream."""
+    """A notification delivered on a listen stream. ``synthesized`` marks the stand-in
+    acknowledgement of a legacy server, which has no ``subscriptions/listen``: it never
+    crossed the wire."""
 
     method: str
     params: dict[str, Any]
+    synthesized: bool = False
 
     def to_message(self) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "method": self.method, "params": self.params}
@@ -596,8 +599,9 @@ class Client:
     ) -> Listener:
         """An async iterator of list-changed / resource-updated notifications.
 
-        The first item is the server's acknowledgement (what it agreed to send). The
-        subscription is re-established after a restart or reconnect.
+        The first item is the server's acknowledgement (what it agreed to send; for a legacy
+        server, what its capabilities promise, marked ``synthesized``). The subscription is
+        re-established after a restart or reconnect.
         """
         filt: dict[str, Any] = {}
         if tools:
@@ -681,12 +685,12 @@ class Listener:
             self._queue.get_nowait()
         self._queue.put_nowait(item)
 
-    def _deliver(self, method: str, params: Any) -> None:
+    def _deliver(self, method: str, params: Any, *, synthesized: bool = False) -> None:
         params = params if isinstance(params, dict) else {}
         if method == "notifications/subscriptions/acknowledged":
             ack = params.get("notifications")
             self.acknowledged = ack if isinstance(ack, dict) else {}
-        self._put(ServerNotification(method, params))
+        self._put(ServerNotification(method, params, synthesized))
 
     def _legacy_notification(self, method: str, params: Any) -> None:
         if not self._legacy_active:
@@ -763,7 +767,11 @@ class Listener:
             if done:
                 honoured["resourceSubscriptions"] = done
         self._legacy_active = True
-        self._deliver("notifications/subscriptions/acknowledged", {"notifications": honoured})
+        self._deliver(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": honoured},
+            synthesized=True,
+        )
         try:
             lost = await asyncio.shield(link.session.lost)
         finally:
