@@ -423,9 +423,10 @@ class Checker:
     def check_purity(self) -> None:
         counts: dict[str, int] = {}
         examples: dict[str, list[str]] = {}
-        lines = 0
+        lines = early = 0
         for p in self.processes:
             lines += p.stats.lines
+            early += p.stats.impure_before_first_message
             for kind, n in p.stats.problem_counts.items():
                 counts[kind] = counts.get(kind, 0) + n
             for prob in p.stats.problems:
@@ -452,6 +453,13 @@ class Checker:
                     f"all {lines} stdout lines from {len(self.processes)} processes were UTF-8 "
                     "JSON objects"
                 ),
+            )
+            + (
+                f" — {early} of them came before the first reply: output at start-up usually "
+                "comes from print() at import time or before server.run(); serve the file with "
+                "`mcpline run FILE`, or print to stderr"
+                if early
+                else ""
             ),
         )
         self.add(
