@@ -130,3 +130,32 @@ def test_nothing_cites_a_document_outside_the_repository() -> None:
             if PRIVATE.search(line):
                 hits.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert hits == [], "\n".join(hits)
+
+
+def _rule_literals(path: Path) -> list[tuple[int, str]]:
+    """String constants given as a rule: the third argument of ``add``, the second of
+    ``expect``, or assigned to ``rule``, ``*_rule`` or ``env``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        value: ast.expr | None = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            position = {"add": 2, "expect": 1}.get(node.func.attr)
+            if position is not None and len(node.args) > position:
+                value = node.args[position]
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and (t.id == "env" or t.id.endswith("rule"))
+            for t in node.targets
+        ):
+            value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            found.append((node.lineno, value.value))
+    return found
+
+
+def test_every_rule_in_the_source_cites_something() -> None:
+    checks = REPO / "src" / "mcpline" / "check"
+    rules = [
+        (f"{p.name}:{n}", r) for p in sorted(checks.glob("*.py")) for n, r in _rule_literals(p)
+    ]
+    assert len(rules) >= 50
+    assert [where for where, rule in rules if not references(rule)] == []

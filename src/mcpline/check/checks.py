@@ -595,7 +595,10 @@ class Checker:
         # Tool definitions.
         if self.tools is None:
             self.add(
-                "discover.tool-definitions", SKIP, "", f"tools/list failed: {self.tools_error}"
+                "discover.tool-definitions",
+                SKIP,
+                "S·MUST: tool definitions are valid (spec: server/tools#tool)",
+                f"tools/list failed: {self.tools_error}",
             )
         else:
             bad_schema = [
