@@ -47,7 +47,7 @@ server = Server(
 )
 
 
-# --- content tools (fixture §4.2) ---------------------------------------------------------
+# --- content tools (scenarios tools-call-*) ------------------------------------------------
 
 
 @server.tool(description="Tests simple text content response", input_schema=NO_ARGS)
@@ -137,7 +137,7 @@ def test_reconnection() -> str:
     )
 
 
-# --- input tools (fixture §11): written once with ctx.ask; a legacy (initialize) session gets
+# --- input tools (both eras): written once with ctx.ask; a legacy (initialize) session gets
 # real sampling/createMessage and elicitation/create requests, a modern one an
 # InputRequiredResult -------------------------------------------------------------------------
 
@@ -305,8 +305,8 @@ def test_missing_capability(ctx: Context) -> str:
     return "Success"
 
 
-# --- MRTR tools (fixture §8): requestState is sealed by the framework (HMAC, bound to the
-# tool and its arguments, expiring); a tampered state never reaches these functions ---------
+# --- MRTR tools (input-required-result-*): requestState is sealed by the framework (HMAC,
+# bound to the tool and its arguments, expiring); a tampered state never reaches these functions
 
 
 def _ask_name(message: str = "What is your name?") -> InputRequest:
@@ -439,7 +439,7 @@ def test_logging_tool(ctx: Context) -> str:
     return "Logging evaluated"
 
 
-# --- hidden triggers (fixture §9): callable, not listed --------------------------------------
+# --- hidden triggers (server-stateless listen checks): callable, not listed -------------------
 
 
 @server.tool(description="Emit tools/list_changed to listeners", input_schema=NO_ARGS, hidden=True)
@@ -497,7 +497,7 @@ def touch_resource(uri: str) -> str:
     return f"touched {uri}"
 
 
-# --- resources (fixture §5) --------------------------------------------------------------------
+# --- resources ---------------------------------------------------------------------------------
 
 server.add_resource(
     "test://static-text",
@@ -545,7 +545,7 @@ def template_data(id: str) -> str:
     )
 
 
-# --- prompts (fixture §6) ----------------------------------------------------------------------
+# --- prompts -----------------------------------------------------------------------------------
 
 
 @server.prompt(title="Simple Test Prompt", description="A simple prompt without arguments")
@@ -579,7 +579,7 @@ def test_prompt_with_image() -> list[dict[str, Any]]:
     return [user(image(PNG_1x1, "image/png")), user("Please analyze the image above.")]
 
 
-# --- MRTR prompt (fixture §8.9) ------------------------------------------------------------------
+# --- MRTR prompt (input-required-result-non-tool-request) -----------------------------------
 
 
 @server.prompt(description="MRTR: prompt that requires elicitation input")
@@ -591,7 +591,7 @@ def test_input_required_result_prompt(ctx: Context) -> Any:
 
 
 
-# --- completion (fixture §7; the fixture answers nothing, we suggest) ---------------------------
+# --- completion (the fixture answers nothing, we suggest) -------------------------------------
 
 SUGGESTIONS = {
     "arg1": ["test", "testValue1", "example1"],
@@ -605,7 +605,7 @@ def complete(argument: str, value: str) -> list[str]:
     return [s for s in SUGGESTIONS.get(argument, []) if s.startswith(value)]
 
 
-# --- legacy (initialize) sessions: the fixture's legacy identity and info logs (§2, §11) ---------
+# --- legacy (initialize) sessions: the fixture's legacy identity and info logs -----------------
 
 server.legacy.server_info = {"name": "mcp-conformance-test-server", "version": "1.0.0"}
 

@@ -1,4 +1,9 @@
-"""A small calculator served over stdio: `python examples/quickstart.py`."""
+"""A small calculator served over stdio: `python examples/quickstart.py`.
+
+stdout is the protocol channel: do not print() to it at import time or before server.run()
+(print to stderr, or start the file with `mcpline run examples/quickstart.py`, which takes
+stdout before importing it). Once the server runs, print() goes to stderr.
+"""
 
 from mcpline import Server, ToolError
 

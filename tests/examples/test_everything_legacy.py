@@ -1,4 +1,4 @@
-"""The everything fixture to a legacy 2025-11-25 client (conformance-fixture.md §2, §11).
+"""The everything fixture to a legacy 2025-11-25 client (the suite's 2025-11-25 scenarios).
 
 Server-to-client requests are real and answered by the test; every server line is checked
 against the 2025-11-25 schema (responses to modern requests against the 2026-07-28 one).
@@ -48,7 +48,7 @@ def text(resp: dict[str, Any]) -> str:
     return result["content"][0]["text"]
 
 
-# server-initialize (§2)
+# server-initialize
 def test_legacy_identity(spawn: Callable[..., ServerProcess]) -> None:
     p = spawn(EXAMPLES / "everything.py")
     r = initialize(p, SUITE_CAPS)["result"]

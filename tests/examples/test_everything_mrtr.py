@@ -1,4 +1,4 @@
-"""The everything fixture's MRTR surface (conformance-fixture.md §8, §10) over real stdio.
+"""The everything fixture's MRTR surface over real stdio.
 
 One test per ``input-required-result-*`` conformance scenario, with the suite's requests and
 client answers; every server line is checked against the 2026-07-28 schema by ``spawn``.
@@ -332,7 +332,7 @@ def test_not_on_unsupported_requests(ev: ServerProcess) -> None:
         assert resp["result"]["resultType"] == "complete", (method, resp)
 
 
-# --- beyond the suite: replay, capabilities (§8.11), test_missing_capability (§10) ----------
+# --- beyond the suite: replay, capability enforcement, test_missing_capability ---------------
 
 
 def test_state_replay_on_another_method_or_tool(ev: ServerProcess) -> None:

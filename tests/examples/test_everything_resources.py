@@ -1,4 +1,4 @@
-"""The everything fixture's resources, prompts, completion and caching hints (§5–§7, §12).
+"""The everything fixture's resources, prompts, completion and caching hints.
 
 Scenarios: ``resources-list``, ``resources-read-text``, ``resources-read-binary``,
 ``resources-templates-read``, ``sep-2164-resource-not-found``, ``prompts-list``,

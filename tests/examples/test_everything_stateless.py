@@ -1,4 +1,4 @@
-"""The ``server-stateless`` scenario (conformance-fixture.md §2, §3, §9, §10) over real stdio.
+"""The ``server-stateless`` scenario over real stdio.
 
 The transport-agnostic checks, with the suite's probe ids: ``_meta`` validation, discover and
 identity, capability/handler consistency, ``-32022``/``-32021`` data, removed and unknown
@@ -68,7 +68,7 @@ def test_client_info_optional(ev: ServerProcess) -> None:
     assert r["result"]["supportedVersions"] == [MODERN]
 
 
-# sep-2575-server-implements-discover, sep-2575-server-identifies-in-result-meta (§2, gaps fixed)
+# sep-2575-server-implements-discover, sep-2575-server-identifies-in-result-meta (gaps fixed)
 def test_discover_and_identity(ev: ServerProcess) -> None:
     r = send(ev, 201, "server/discover", {"_meta": suite_meta()})["result"]
     assert r["resultType"] == "complete"
@@ -184,7 +184,7 @@ def test_logging_tool(ev: ServerProcess, level: str | None, logged: bool) -> Non
     assert [m["params"] for m in seen if m["method"] == "notifications/message"] == expected
 
 
-# --- listen checks (§9); the suite uses Date.now() ids for listens ----------------------------
+# --- listen checks; the suite uses Date.now() ids for listens ----------------------------
 
 
 def open_listen(p: ServerProcess, filt: dict[str, Any]) -> int:

@@ -1,4 +1,4 @@
-"""The everything fixture's tools (conformance-fixture.md §4) over real stdio.
+"""The everything fixture's tools over real stdio.
 
 One test per scenario: ``tools-list``, ``tools-call-simple-text``, ``-image``, ``-audio``,
 ``-embedded-resource``, ``-mixed-content``, ``-error``, ``-with-progress``,

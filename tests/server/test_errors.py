@@ -1,4 +1,5 @@
-"""The error table of issue 2 §3, row by row, against a real server process over pipes.
+"""The error codes (spec: basic/index#error-codes), row by row, against a real server process
+over pipes.
 
 Every reply is schema-checked by the `spawn` fixture (typed -32021/-32022 errors included).
 """

@@ -1,7 +1,7 @@
 """The checks `mcpline check` runs against a stdio server, grouped.
 
-Every check names the rule it enforces (the section numbers are those of the project's
-spec digest of MCP 2026-07-28, `docs/check.md` lists them) and says what it saw. Severity
+Every check names the rule it enforces, cites the MCP 2026-07-28 specification or JSON-RPC 2.0
+in the compact form of `cite.py` (`docs/check.md` lists them), and says what it saw. Severity
 follows the rule's keyword: a broken MUST is a FAIL, a broken SHOULD or recommendation is a
 WARN. Checks that need something the server does not offer are SKIPped with the reason.
 """
@@ -306,7 +306,8 @@ class Checker:
                 run_soak_check(self, corpus, self.soak_requests)
 
     def probe_modern(self, p: ServerProcess) -> None:
-        """The first request a modern client sends: ``server/discover`` (digest §9.2)."""
+        """The first request a modern client sends: ``server/discover``
+        (spec: basic/transports/stdio#backward-compatibility)."""
         resp = p.request("server/discover", timeout=self.startup_timeout)
         self.facts["first_probe"] = resp
         if resp is None:
@@ -352,7 +353,7 @@ class Checker:
     def check_framing_probes(self, p: ServerProcess) -> None:
         rule = (
             "B·MUST: newline-delimited JSON-RPC over a byte stream; a message may arrive in any "
-            "number of reads (digest §1.1)"
+            "number of reads (spec: basic/transports/stdio)"
         )
         msg = p.request_msg("server/discover", id="split-write")
         data = encode(msg)
@@ -391,7 +392,10 @@ class Checker:
         self.add(
             "framing.blank-and-crlf-input",
             PASS if got else WARN,
-            "rec: ignore blank lines, strip one trailing \\r (digest §1.2, §28.19)",
+            (
+                "mcpline rec: ignore blank lines, strip one trailing \\r (refines spec: "
+                "basic/transports/stdio)"
+            ),
             "blank lines ignored and a \\r\\n-terminated request answered"
             if got
             else (
@@ -410,8 +414,8 @@ class Checker:
             "framing.large-message",
             PASS if got else WARN,
             (
-                "rec: accept lines far above 64 KiB; a base64 blob overflows default stream "
-                "limits (digest §1.2)"
+                "mcpline rec: accept lines far above 64 KiB; a base64 blob overflows default "
+                "stream limits (refines spec: basic/transports/stdio)"
             ),
             "a 1 MiB request was answered" if got else "a 1 MiB request got no answer",
         )
@@ -419,9 +423,10 @@ class Checker:
     def check_purity(self) -> None:
         counts: dict[str, int] = {}
         examples: dict[str, list[str]] = {}
-        lines = 0
+        lines = early = 0
         for p in self.processes:
             lines += p.stats.lines
+            early += p.stats.impure_before_first_message
             for kind, n in p.stats.problem_counts.items():
                 counts[kind] = counts.get(kind, 0) + n
             for prob in p.stats.problems:
@@ -440,7 +445,7 @@ class Checker:
             FAIL if counts.get("impure") else PASS,
             (
                 "S·MUST NOT write anything to stdout that is not a valid MCP message; UTF-8, one "
-                "JSON object per line (digest §1.1)"
+                "JSON object per line (spec: basic/transports/stdio, basic/transports#messages)"
             ),
             seen(
                 "impure",
@@ -448,6 +453,13 @@ class Checker:
                     f"all {lines} stdout lines from {len(self.processes)} processes were UTF-8 "
                     "JSON objects"
                 ),
+            )
+            + (
+                f" — {early} of them came before the first reply: output at start-up usually "
+                "comes from print() at import time or before server.run(); serve the file with "
+                "`mcpline run FILE`, or print to stderr"
+                if early
+                else ""
             ),
         )
         self.add(
@@ -455,7 +467,7 @@ class Checker:
             FAIL if counts.get("schema") else PASS,
             (
                 "B·MUST: every message valid against the official 2026-07-28 schema (2025-11-25 "
-                "inside a legacy session) (digest §1, schema.ts)"
+                "inside a legacy session) (spec: schema, basic/index#schema)"
             ),
             seen("schema", "every message matched the schema"),
         )
@@ -464,7 +476,7 @@ class Checker:
             FAIL if counts.get("request") else PASS,
             (
                 "S·MUST NOT send JSON-RPC requests outside a legacy session; server-to-client "
-                "input goes through MRTR (digest §1.1, §2.1)"
+                "input goes through MRTR (spec: basic/transports/stdio#receiving-messages)"
             ),
             seen("request", "no server-initiated requests"),
         )
@@ -472,8 +484,8 @@ class Checker:
             "framing.lf-line-endings",
             WARN if counts.get("crlf") else PASS,
             (
-                "B·MUST: messages are delimited by \\n (digest §1.1); \\r\\n leaves a stray \\r "
-                "in every line"
+                "B·MUST: messages are delimited by \\n; \\r\\n leaves a stray \\r in every line "
+                "(spec: basic/transports/stdio)"
             ),
             seen("crlf", "lines end with a bare \\n"),
         )
@@ -484,7 +496,7 @@ class Checker:
         first = self.facts.get("first_probe")
         rule = (
             "S·MUST implement server/discover: resultType, supportedVersions, capabilities "
-            "(digest §7)"
+            "(spec: server/discover)"
         )
         if not self.modern:
             self.add(
@@ -532,7 +544,8 @@ class Checker:
             FAIL if problems else PASS,
             (
                 "S·MUST: resultType on every result; ttlMs (integer >= 0) and cacheScope on "
-                "cacheable results (digest §3, §7, §22)"
+                "cacheable results (spec: basic/index#result-responses, "
+                "server/utilities/caching#cacheable-results)"
             ),
             "; ".join(problems)
             or f"resultType=complete ttlMs={ttl} cacheScope={d.get('cacheScope')}",
@@ -574,14 +587,18 @@ class Checker:
             FAIL if mismatches else PASS,
             (
                 "S·MUST declare the capabilities its handlers honour; an undeclared feature "
-                "answers -32601 (digest §7, §16)"
+                "answers -32601 (spec: server/tools#capabilities, "
+                "server/utilities/completion#error-handling)"
             ),
             "; ".join(mismatches) or "; ".join(notes),
         )
         # Tool definitions.
         if self.tools is None:
             self.add(
-                "discover.tool-definitions", SKIP, "", f"tools/list failed: {self.tools_error}"
+                "discover.tool-definitions",
+                SKIP,
+                "S·MUST: tool definitions are valid (spec: server/tools#tool)",
+                f"tools/list failed: {self.tools_error}",
             )
         else:
             bad_schema = [
@@ -620,7 +637,8 @@ class Checker:
                 status,
                 (
                     "S·MUST: inputSchema is a JSON Schema object with type 'object'; S·SHOULD: "
-                    "unique names of 1-128 chars [A-Za-z0-9_.-] (digest §17.2, §17.3)"
+                    "unique names of 1-128 chars [A-Za-z0-9_.-] (spec: server/tools#tool, "
+                    "server/tools#tool-names)"
                 ),
                 seen,
             )
@@ -643,7 +661,7 @@ class Checker:
             WARN if diffs else (PASS if compared else SKIP),
             (
                 "S·SHOULD: deterministic order for an unchanged list; lists MUST NOT vary as a "
-                "side effect of other requests (digest §6, §17.1)"
+                "side effect of other requests (spec: server/tools#capabilities)"
             ),
             "; ".join(diffs)
             or (f"same order twice for {', '.join(compared)}" if compared else "no lists declared"),
@@ -652,7 +670,10 @@ class Checker:
         self.check_resources(p)
 
     def check_invalid_cursor(self, p: ServerProcess) -> None:
-        rule = "S·SHOULD answer -32602 for an invalid cursor (digest §21)"
+        rule = (
+            "S·SHOULD answer -32602 for an invalid cursor (spec: "
+            "server/utilities/pagination#error-handling)"
+        )
         cap = next((c for c in LISTS if c in self.capabilities), None)
         if cap is None:
             self.add("discover.invalid-cursor", SKIP, rule, "no paginated list is declared")
@@ -671,7 +692,8 @@ class Checker:
     def check_resources(self, p: ServerProcess) -> None:
         rule = (
             "S·MUST answer -32602 for an unknown resource, never -32002 nor empty contents; "
-            "S·SHOULD put {uri} in data (digest §5.1, §18)"
+            "S·SHOULD put {uri} in data (spec: server/resources#error-handling, "
+            "basic/index#error-codes)"
         )
         if "resources" not in self.capabilities:
             self.add(
@@ -694,7 +716,8 @@ class Checker:
         )
         resources = self.list_all(p, "resources") or []
         rule = (
-            "S·MUST: resources/read results carry contents, ttlMs and cacheScope (digest §18, §22)"
+            "S·MUST: resources/read results carry contents, ttlMs and cacheScope (spec: "
+            "server/resources#reading-resources, server/utilities/caching#cacheable-results)"
         )
         if not resources:
             self.add("discover.resource-read", SKIP, rule, "resources/list is empty")
@@ -734,7 +757,8 @@ class Checker:
     ) -> None:
         """Send ``data``; expect one error ``code`` echoing ``id`` (or without id when MISSING).
 
-        ``recoverable`` is an id a server may legitimately dig out of a broken line (§28.3):
+        ``recoverable`` is an id a server may legitimately dig out of a broken line
+        (spec: basic/index#error-responses):
         a reply carrying it counts like an id-less one.
         """
         replies, anon, marker_ok = self.probe(p, data, id)
@@ -776,11 +800,13 @@ class Checker:
         rid = "err"
         env = (
             "JSON-RPC 2.0 envelope; -32600 for anything that is not a request object, id echoed "
-            "only when it is a valid RequestId (digest §2.2, §2.6, §5.1, §28.3-4)"
+            "only when it is a valid RequestId (spec: basic/index#requests, "
+            "basic/index#error-responses; JSON-RPC 2.0: request_object, error_object)"
         )
         self.expect(
             "errors.parse-error",
-            "-32700 for a line that is not JSON, without id (digest §5.1, §28.3)",
+            "-32700 for a line that is not JSON, without id (spec: basic/index#error-responses; "
+            "JSON-RPC 2.0: error_object)",
             p,
             b'{"jsonrpc": "2.0", "method": \n',
             code=-32700,
@@ -789,8 +815,8 @@ class Checker:
         self.expect(
             "errors.invalid-utf8",
             (
-                "B·MUST: messages are UTF-8; invalid UTF-8 is a parse error -32700 (digest §1.1, "
-                "§1.2, §5.1)"
+                "B·MUST: messages are UTF-8; invalid UTF-8 is a parse error -32700 (spec: "
+                "basic/transports#messages; JSON-RPC 2.0: error_object)"
             ),
             p,
             b'{"jsonrpc":"2.0","id":"utf8","method":"server/discover","params":{"_meta":{"x":"\xff\xfe"}}}\n',
@@ -808,8 +834,8 @@ class Checker:
         self.expect(
             "errors.batch",
             (
-                "rec: a JSON array (batch) is one -32600 without id; elements are not processed "
-                "(digest §28.1)"
+                "mcpline rec: a JSON array (batch) is one -32600 without id; elements are not "
+                "processed (refines spec: basic/transports/stdio)"
             ),
             p,
             batch,
@@ -822,7 +848,10 @@ class Checker:
             self.add(
                 "errors.batch-not-processed",
                 WARN,
-                "rec: batch elements are not processed (digest §28.1)",
+                (
+                    "mcpline rec: batch elements are not processed (refines spec: "
+                    "basic/transports/stdio)"
+                ),
                 f"{len(processed)} batch elements were answered",
             )
         self.expect("errors.non-object", env, p, b"42\n", code=-32600, what="the JSON number 42")
@@ -854,7 +883,8 @@ class Checker:
         m = p.request_msg("mcpline-check/no-such-method", id=f"{rid}-unknown")
         self.expect(
             "errors.unknown-method",
-            "-32601 for an unknown method, id echoed (digest §5.1)",
+            "-32601 for an unknown method, id echoed (spec: basic/index#error-codes; JSON-RPC 2.0: "
+            "error_object)",
             p,
             m,
             code=-32601,
@@ -863,7 +893,7 @@ class Checker:
         )
         meta_rule = (
             "S·MUST reject a request missing a required _meta key with -32602, echoing the id "
-            "(digest §4.2, §5.2)"
+            "(spec: basic/index#meta)"
         )
         full = modern_meta()
         cases: list[tuple[str, dict[str, Any], str]] = [
@@ -887,7 +917,10 @@ class Checker:
         for cid, extra, what in cases:
             msg = {"jsonrpc": "2.0", "id": cid, "method": "server/discover", **extra}
             self.expect(cid, meta_rule, p, msg, code=-32602, id=cid, what=what)
-        rec_rule = "rec: a required _meta key of the wrong type is -32602 (digest §4.2, §28.7)"
+        rec_rule = (
+            "mcpline rec: a required _meta key of the wrong type is -32602 (refines spec: "
+            "basic/index#meta)"
+        )
         for cid, meta, what in (
             ("errors.meta-not-object", "oops", "_meta is a string"),
             (
@@ -908,7 +941,10 @@ class Checker:
         self.add(
             "errors.client-info-optional",
             PASS if resp and "result" in resp else FAIL,
-            "clientInfo is optional: a request without it is served normally (digest §4.2)",
+            (
+                "clientInfo is optional: a request without it is served normally (spec: "
+                "basic/index#meta)"
+            ),
             f"discover without clientInfo answered {_short(resp)}",
         )
         self.check_unsupported_version(p)
@@ -919,7 +955,8 @@ class Checker:
         )
         self.expect(
             "errors.legacy-version-in-meta",
-            "rec: a legacy version named in per-request _meta is -32022 (digest §28.8)",
+            "mcpline rec: a legacy version named in per-request _meta is -32022 (refines spec: "
+            "basic/versioning#protocol-version-negotiation)",
             p,
             m,
             code=-32022,
@@ -932,7 +969,10 @@ class Checker:
         )
         self.expect(
             "errors.invalid-log-level",
-            "S·SHOULD answer -32602 for an unknown logLevel (digest §15)",
+            (
+                "S·SHOULD answer -32602 for an unknown logLevel (spec: "
+                "server/utilities/logging#error-handling)"
+            ),
             p,
             m,
             code=-32602,
@@ -955,13 +995,14 @@ class Checker:
             FAIL if wrong else PASS,
             (
                 "-32601 for handshake-era methods sent with modern _meta: initialize, ping, "
-                "logging/setLevel, resources/(un)subscribe (digest §5.1, §9.5; conformance "
-                "sep-2575-…-method-not-found)"
+                "logging/setLevel, resources/(un)subscribe (spec: changelog#major-changes; "
+                "JSON-RPC 2.0: error_object; conformance: "
+                "sep-2575-http-server-method-not-found-404-*)"
             ),
             "; ".join(wrong) or f"all of {', '.join(REMOVED_METHODS)} answered -32601",
         )
         self.check_tool_errors(p)
-        rule = "S·SHOULD answer -32602 for an unknown prompt (digest §19)"
+        rule = "S·SHOULD answer -32602 for an unknown prompt (spec: server/prompts#error-handling)"
         if "prompts" in self.capabilities:
             m = p.request_msg(
                 "prompts/get", {"name": "mcpline-check-no-such-prompt"}, id="err-prompt"
@@ -982,7 +1023,7 @@ class Checker:
     def check_unsupported_version(self, p: ServerProcess) -> None:
         rule = (
             "S·MUST answer -32022 with data.supported (non-empty, ⊆ supportedVersions) and "
-            "data.requested echoed (digest §5.1, §8)"
+            "data.requested echoed (spec: basic/versioning#protocol-version-negotiation)"
         )
         requested = "v999.0.0"
         resp = p.request(
@@ -1019,7 +1060,7 @@ class Checker:
         )
 
     def check_tool_errors(self, p: ServerProcess) -> None:
-        rule = "-32602 for an unknown tool (protocol error, digest §5.1, §17.5)"
+        rule = "-32602 for an unknown tool, a protocol error (spec: server/tools#error-handling)"
         if "tools" not in self.capabilities:
             for cid in (
                 "errors.unknown-tool",
@@ -1056,7 +1097,10 @@ class Checker:
             )
             self.expect(
                 "errors.arguments-not-object",
-                "rec: tools/call 'arguments' that is not an object is -32602 (digest §5.1, §28.15)",
+                (
+                    "mcpline rec: tools/call 'arguments' that is not an object is -32602 "
+                    "(refines spec: server/tools#error-handling)"
+                ),
                 p,
                 m,
                 code=-32602,
@@ -1065,8 +1109,9 @@ class Checker:
                 what=f"tools/call {tools[0]['name']!r} with arguments [1, 2]",
             )
         rule = (
-            "rec: arguments failing inputSchema are a tool execution error (isError: true), not a "
-            "protocol error; S·MUST validate inputs (digest §17.5, §17.6, §28.15)"
+            "mcpline rec: arguments failing inputSchema are a tool execution error (isError: "
+            "true), not a protocol error; S·MUST validate inputs (spec: "
+            "server/tools#error-handling, server/tools#security-considerations)"
         )
         if target is None:
             self.add("errors.bad-arguments", SKIP, rule, "no listed tool has a required argument")
@@ -1108,7 +1153,7 @@ class Checker:
                 PASS if ok else FAIL,
                 (
                     "S·MUST answer -32021 with data.requiredCapabilities as a ClientCapabilities "
-                    "object (digest §5.1; conformance "
+                    "object (spec: basic/index#meta; conformance: "
                     "sep-2575-server-rejects-undeclared-capability)"
                 ),
                 f"test_missing_capability without sampling answered {_short(reply)}",
@@ -1119,7 +1164,8 @@ class Checker:
     def check_notifications(self, p: ServerProcess) -> None:
         rule = (
             "B·MUST NOT answer a notification, not even with an error; malformed or unknown "
-            "notifications are ignored (digest §2.4, §10, §28.2)"
+            "notifications are ignored (spec: basic/index#notifications, "
+            "basic/patterns/cancellation#error-handling)"
         )
         lines = [
             encode(notification("notifications/initialized")),
@@ -1175,7 +1221,7 @@ class Checker:
             FAIL if logs else PASS,
             (
                 "S·MUST NOT emit notifications/message for a request whose _meta lacks logLevel "
-                "(digest §15)"
+                "(spec: server/utilities/logging#per-request-log-level)"
             ),
             f"{logs} notifications/message although no request asked for logs"
             if logs
@@ -1184,7 +1230,8 @@ class Checker:
         self.add(
             "notifications.progress-tokens",
             FAIL if progress else PASS,
-            "S·MUST echo the request's progressToken; no token → no progress (digest §12)",
+            "S·MUST echo the request's progressToken; no token → no progress (spec: "
+            "basic/patterns/progress#behavior-requirements)",
             f"progress for tokens never sent: {progress[:5]}"
             if progress
             else "progress only for tokens the checker sent",
@@ -1210,15 +1257,15 @@ class Checker:
             FAIL if bad else PASS,
             (
                 "S·MUST answer every request exactly once with its id; several may be in flight "
-                "(digest §2.3, §12 'several requests in flight')"
+                "(spec: basic/index#responses)"
             ),
             f"20 pipelined requests: wrong answer counts {bad[:6]}"
             if bad
             else "20 pipelined requests each answered exactly once",
         )
         rule = (
-            "S·SHOULD cope with interleaved requests: keep reading while handlers run (digest "
-            "§1.2, §6)"
+            "S·SHOULD cope with interleaved requests: keep reading while handlers run (spec: "
+            "basic/index#statelessness)"
         )
         if slow is None:
             reason = (
@@ -1229,7 +1276,10 @@ class Checker:
             self.add(
                 "concurrency.duplicate-id",
                 SKIP,
-                "rec: a duplicate in-flight id is -32600 (digest §28.5)",
+                (
+                    "mcpline rec: a duplicate in-flight id is -32600 (refines spec: "
+                    "basic/index#requests)"
+                ),
                 reason,
             )
             return
@@ -1303,8 +1353,8 @@ class Checker:
             "concurrency.duplicate-id",
             status,
             (
-                "rec: a second request reusing an in-flight id is refused with -32600 and the "
-                "first is left untouched (digest §2.2, §28.5)"
+                "mcpline rec: a second request reusing an in-flight id is refused with -32600 and "
+                "the first is left untouched (refines spec: basic/index#requests)"
             ),
             seen,
         )
@@ -1312,7 +1362,7 @@ class Checker:
     def check_cancellation(self, p: ServerProcess, slow: SlowTool | None) -> None:
         rule = (
             "on stdio S·MUST NOT send any further message (response, progress, log) for a "
-            "cancelled request (digest §10)"
+            "cancelled request (spec: basic/transports/stdio#cancellation)"
         )
         if slow is None:
             reason = (
@@ -1358,7 +1408,8 @@ class Checker:
         self.add(
             "cancellation.server-continues",
             PASS if resp else FAIL,
-            "S·SHOULD stop the work and free resources; the server keeps serving (digest §10)",
+            "S·SHOULD stop the work and free resources; the server keeps serving (spec: "
+            "basic/patterns/cancellation#behavior-requirements)",
             "the next request was answered" if resp else "the next request got no answer",
         )
 
@@ -1392,7 +1443,8 @@ class Checker:
         self.add(
             "lifecycle.stdin-eof",
             status,
-            "S·SHOULD exit promptly when stdin reaches EOF; rec: exit 0 (digest §26)",
+            "S·SHOULD exit promptly when stdin reaches EOF; mcpline rec: exit 0 (spec: "
+            "basic/transports/stdio#shutdown)",
             seen,
         )
         p.stop(grace=0.2)
@@ -1413,8 +1465,8 @@ class Checker:
                 "lifecycle.stdin-eof-busy",
                 PASS if code is not None else WARN,
                 (
-                    "S·SHOULD exit promptly at EOF; rec: cancel in-flight work rather than wait "
-                    "for it (digest §26)"
+                    "S·SHOULD exit promptly at EOF; mcpline rec: cancel in-flight work rather than "
+                    "wait for it (spec: basic/transports/stdio#shutdown)"
                 ),
                 f"with a 30 s {slow.name} call in flight, exited after {took:.2f} s (status {code})"
                 if code is not None
@@ -1442,7 +1494,8 @@ class Checker:
         self.add(
             "lifecycle.sigterm",
             status,
-            "rec: treat SIGTERM like EOF; clients escalate SIGTERM then SIGKILL (digest §26)",
+            "mcpline rec: treat SIGTERM like EOF; clients escalate SIGTERM then SIGKILL (refines "
+            "spec: basic/transports/stdio#shutdown)",
             seen,
         )
         p.stop()
@@ -1472,7 +1525,7 @@ class Checker:
             self.add(
                 "legacy.initialize",
                 PASS,
-                "S·MAY serve the 2025-11-25 initialize handshake (digest §9.3, §9.4)",
+                "S·MAY serve the 2025-11-25 initialize handshake (spec: basic/versioning)",
                 (
                     f"initialize → protocolVersion {res.get('protocolVersion')!r}, serverInfo "
                     f"{_short(res.get('serverInfo'), 80)}"
@@ -1485,7 +1538,8 @@ class Checker:
                 PASS if pres == {} else FAIL,
                 (
                     "legacy session follows 2025-11-25 wholesale: ping answers a literally empty "
-                    "{} (digest §9.3; conformance 'ping')"
+                    "{} (spec: basic/versioning#compatibility-matrix; "
+                    "conformance: ping)"
                 ),
                 f"ping answered {_short(ping)}",
             )
@@ -1501,7 +1555,7 @@ class Checker:
                     PASS if ok else FAIL,
                     (
                         "legacy session: tools/list without _meta is served under 2025-11-25 "
-                        "rules (digest §9.3)"
+                        "rules (spec: basic/versioning)"
                     ),
                     f"tools/list answered {_short(tl, 160)}",
                 )
@@ -1511,22 +1565,22 @@ class Checker:
                     "legacy.modern-after-initialize",
                     PASS if _is_discover_result(d) else WARN,
                     (
-                        "rec: after initialize, requests with modern _meta are still served "
-                        "statelessly (digest §9.3)"
+                        "mcpline rec: after initialize, requests with modern _meta are still "
+                        "served statelessly (refines spec: basic/versioning#compatibility-matrix)"
                     ),
                     f"server/discover inside the legacy session answered {_short(d, 160)}",
                 )
         else:
             rule = (
                 "legacy client → modern-only server: initialize is rejected; S·SHOULD name the "
-                "supported versions in that error (digest §9.1, §9.5)"
+                "supported versions in that error (spec: basic/versioning)"
             )
             err = resp.get("error") if resp else None
             if resp is None:
                 self.add(
                     "legacy.initialize",
                     FAIL,
-                    rule + "; every request gets a response (§2.3)",
+                    rule + "; every request gets a response (spec: basic/index#responses)",
                     "initialize got no reply: a legacy client would hang",
                 )
             elif err is None:
@@ -1569,7 +1623,7 @@ class Checker:
             FAIL if era == "neither era" else PASS,
             (
                 "a server speaks 2026-07-28 (per-request _meta), the initialize handshake, or "
-                "both (digest §9.1)"
+                "both (spec: basic/versioning#compatibility-matrix)"
             ),
             (
                 f"{era} (modern probe: {self.probe_outcome}; initialize: "
@@ -1579,7 +1633,8 @@ class Checker:
         rule = (
             "what a dual-era client's server/discover probe sees: a DiscoverResult or a modern "
             "error (-32020/-32021/-32022) means modern; any other error or a non-discover result "
-            "means fall back to initialize; silence costs the probe timeout (digest §9.2)"
+            "means fall back to initialize; silence costs the probe timeout (spec: "
+            "basic/transports/stdio#backward-compatibility)"
         )
         outcome = self.probe_outcome
         if self.modern:

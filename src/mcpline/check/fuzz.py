@@ -804,7 +804,7 @@ def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzR
         FAIL if rep.crashed else PASS,
         (
             "the server survives any input: malformed lines are answered or ignored, never fatal "
-            "(digest §1.2, §2.6)"
+            "(spec: basic/index#error-responses; JSON-RPC 2.0: error_object)"
         ),
         f"{tag}: exited with status {rep.exit_status} mid-run; stderr: {rep.stderr_tail[-300:]!r}"
         if rep.crashed
@@ -813,7 +813,8 @@ def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzR
     checker.add(
         "fuzz.no-hang",
         FAIL if rep.hung else PASS,
-        "every request is answered; the reader keeps reading after bad input (digest §2.3, §1.2)",
+        "every request is answered; the reader keeps reading after bad input (spec: "
+        "basic/index#responses)",
         "requests stopped being answered"
         if rep.hung
         else "a valid request after the fuzz was answered",
@@ -823,7 +824,7 @@ def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzR
         FAIL if rep.impure or rep.schema_problems else PASS,
         (
             "S·MUST NOT write anything but valid MCP messages to stdout, whatever the input "
-            "(digest §1.1)"
+            "(spec: basic/transports/stdio)"
         ),
         (
             f"{rep.impure} impure and {rep.schema_problems} schema-invalid lines: "
@@ -837,8 +838,8 @@ def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzR
         "fuzz.readable-ids-answered-once",
         FAIL if bad else PASS,
         (
-            "S·MUST answer each request exactly once with its id (digest §2.3); 'readable id' as "
-            "defined in docs/check.md"
+            "S·MUST answer each request exactly once with its id; 'readable id' as defined in "
+            "docs/check.md (spec: basic/index#responses)"
         ),
         (
             f"{rep.readable} readable ids: {len(rep.lost)} never answered {rep.lost[:5]}, "
@@ -854,7 +855,8 @@ def run_fuzz_check(checker: Checker, corpus: Corpus, n: int, seed: int) -> FuzzR
     checker.add(
         "fuzz.memory",
         WARN if growth is not None and growth > 0.25 else PASS,
-        "rec: bounded memory whatever the peer sends (digest §1.2)",
+        "mcpline rec: bounded memory whatever the peer sends (refines spec: "
+        "basic/transports/stdio)",
         f"RSS {_mib(rep.rss_start)} after warm-up → {_mib(rep.rss_end)} at the end ({growth:+.1%})"
         if growth is not None
         else "RSS not available (/proc)",
@@ -891,7 +893,8 @@ def run_soak_check(checker: Checker, corpus: Corpus, n: int) -> SoakReport:
     checker.add(
         "soak.all-answered",
         PASS if ok else FAIL,
-        "S·MUST answer every request exactly once; pure stdout (digest §1.1, §2.3)",
+        "S·MUST answer every request exactly once; pure stdout (spec: basic/index#responses, "
+        "basic/transports/stdio)",
         (
             f"{rep.answered}/{n} answered in {rep.seconds:.1f} s ({rate:.0f} req/s); "
             f"{rep.problems} problems; hung={rep.hung} crashed={rep.crashed}"
@@ -900,7 +903,8 @@ def run_soak_check(checker: Checker, corpus: Corpus, n: int) -> SoakReport:
     checker.add(
         "soak.memory",
         (PASS if growth < 0.05 else WARN) if growth is not None else WARN,
-        "rec: memory stays flat under sustained load (growth after warm-up under 5 %)",
+        "mcpline rec: memory stays flat under sustained load (growth after warm-up under 5 %) "
+        "(refines spec: basic/transports/stdio)",
         (
             f"RSS {_mib(rep.baseline)} after warm-up → {_mib(rep.final)} at the end "
             f"({growth:+.2%}), peak {_mib(rep.peak)}"

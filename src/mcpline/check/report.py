@@ -8,6 +8,7 @@ import shlex
 from typing import IO, Any
 
 from .checks import FAIL, PASS, SKIP, WARN, CheckResult, summarize
+from .cite import references
 
 STYLES = {PASS: "green", FAIL: "bold red", WARN: "yellow", SKIP: "dim"}
 
@@ -30,7 +31,7 @@ def to_json(results: list[CheckResult], facts: dict[str, Any], argv: list[str]) 
         "summary": summarize(results),
         "ok": not any(r.status == FAIL for r in results),
         "facts": {k: v for k, v in facts.items() if k != "first_probe"},
-        "checks": [r.to_json() for r in results],
+        "checks": [{**r.to_json(), "refs": references(r.rule)} for r in results],
     }
 
 

@@ -104,6 +104,10 @@ class ProcessStats:
     stdout_bytes: int = 0
     problems: list[LineProblem] = field(default_factory=list)
     problem_counts: dict[str, int] = field(default_factory=dict)
+    messages: int = 0
+    """Lines that were one JSON object."""
+    impure_before_first_message: int = 0
+    """Impure lines written before the first JSON object: typically output at start-up."""
 
 
 def _excerpt(raw: bytes, limit: int = 160) -> str:
@@ -173,6 +177,8 @@ class ServerProcess:
     def _problem(self, kind: str, detail: str, raw: bytes) -> None:
         st = self.stats
         st.problem_counts[kind] = st.problem_counts.get(kind, 0) + 1
+        if kind == "impure" and not st.messages:
+            st.impure_before_first_message += 1
         if len(st.problems) < MAX_PROBLEMS_KEPT:
             st.problems.append(LineProblem(kind, detail, _excerpt(raw)))
 
@@ -244,6 +250,7 @@ class ServerProcess:
         if type(msg) is not dict:
             self._problem("impure", f"a JSON {type(msg).__name__}, not an object", raw)
             return
+        self.stats.messages += 1
         self._judge(msg, raw)
         if not self.record:
             with self.cond:

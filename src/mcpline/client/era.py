@@ -1,5 +1,5 @@
 """Which protocol era a server speaks: the stdio binding's ``server/discover`` probe and the
-legacy ``initialize`` handshake (digest §9.2, §9.4)."""
+legacy ``initialize`` handshake (spec: basic/transports/stdio#backward-compatibility)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ class InputHandlers:
 def _strip(result: Any) -> dict[str, Any]:
     if not isinstance(result, dict):
         raise TypeError(f"an input handler must return a dict, got {type(result).__name__}")
-    # Input responses are not Results: no resultType (digest §28.17).
+    # Input responses are not Results: no resultType (spec: schema#inputresponses).
     return {k: v for k, v in result.items() if k != "resultType"}
 
 

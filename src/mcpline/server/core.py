@@ -761,7 +761,13 @@ class Server:
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
-        ``"unix:/path"`` or ``"tcp:HOST:PORT"``."""
+        ``"unix:/path"`` or ``"tcp:HOST:PORT"``.
+
+        On stdio, ``run()`` takes stdout for the protocol and points ``print()`` at stderr. It
+        cannot recall what was printed before it was called: a ``print()`` at import time or
+        a library banner reaches the client as a corrupt message. Start the file with
+        ``mcpline run FILE``, which takes stdout before importing it, or print to stderr (or
+        use ``logging``) until ``run()``."""
         if transport == "stdio":
             from ..transports.stdio import serve_stdio
 
