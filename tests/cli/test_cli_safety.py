@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpline.cli.safe_text import for_terminal, json_for_terminal
+from mcpline.terminal import for_terminal, json_for_terminal
 
 from ..client.util import QUICKSTART
 from ..proc import FIXTURES

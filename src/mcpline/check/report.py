@@ -1,5 +1,8 @@
 """Presenting check results: a terminal report (rich, imported only when used), plain text
-for pipes, JSON for machines, and a one-line summary."""
+for pipes, JSON for machines, and a one-line summary.
+
+What a check saw quotes the server, so the human forms show it through
+`mcpline.terminal.for_terminal`; the JSON report keeps it exact."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import shlex
 from typing import IO, Any
 
 from .checks import FAIL, PASS, SKIP, WARN, CheckResult, summarize
+from ..terminal import for_terminal
 from .cite import references
 
 STYLES = {PASS: "green", FAIL: "bold red", WARN: "yellow", SKIP: "dim"}
@@ -19,7 +23,7 @@ def summary_line(results: list[CheckResult], facts: dict[str, Any]) -> str:
     era = facts.get("era")
     tail = f" ({who}{', ' + era if era else ''})"
     verdict = "FAILED" if c[FAIL] else "passed"
-    return (
+    return for_terminal(
         f"mcpline check {verdict}: {c[PASS]} passed, {c[FAIL]} failed, {c[WARN]} warnings, "
         f"{c[SKIP]} skipped{tail}"
     )
@@ -57,11 +61,12 @@ def write_text(
         if r.group != group:
             group = r.group
             out.write(f"\n[{group}]\n")
+        seen = for_terminal(r.seen)
         out.write(f"  {r.status:<4}  {r.id}\n")
         if verbose or r.status in (FAIL, WARN):
-            out.write(f"        rule: {r.rule}\n        seen: {r.seen}\n")
+            out.write(f"        rule: {r.rule}\n        seen: {seen}\n")
         elif r.status == SKIP:
-            out.write(f"        skipped: {r.seen}\n")
+            out.write(f"        skipped: {seen}\n")
     out.write("\n" + summary_line(results, facts) + "\n")
 
 
@@ -87,10 +92,11 @@ def write_rich(
             table.add_column("check", ratio=1, no_wrap=True)
             table.add_column("detail", ratio=3)
         assert table is not None
+        seen = escape(for_terminal(r.seen))
         if verbose or r.status in (FAIL, WARN):
-            detail = f"{escape(r.seen)}\n[dim]{escape(r.rule)}[/dim]"
+            detail = f"{seen}\n[dim]{escape(r.rule)}[/dim]"
         else:
-            detail = f"[dim]{escape(r.seen)}[/dim]"
+            detail = f"[dim]{seen}[/dim]"
         table.add_row(f"[{STYLES[r.status]}]{r.status}[/]", escape(r.id), detail)
     if table is not None:
         console.print(table)

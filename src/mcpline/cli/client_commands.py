@@ -21,7 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from .safe_text import for_terminal, json_for_terminal
+from ..terminal import for_terminal, json_for_terminal
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
