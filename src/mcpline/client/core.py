@@ -94,6 +94,7 @@ class Client:
         inherit_env: bool = True,
         cwd: str | os.PathLike[str] | None = None,
         address: str | None = None,
+        token: str | None = None,
         client_info: dict[str, Any] | None = None,
         timeout: float = 60.0,
         max_timeout: float = 600.0,
@@ -131,6 +132,7 @@ class Client:
         self.inherit_env = inherit_env
         self.cwd = cwd
         self.address = address
+        self.token = token
         self.client_info = dict(client_info or CLIENT_INFO)
         self.timeout = timeout
         self.max_timeout = max_timeout
@@ -175,7 +177,10 @@ class Client:
 
     @classmethod
     def connect(cls, address: str, **options: Any) -> Client:
-        """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``."""
+        """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``.
+
+        A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else the file
+        the listener wrote for its address; see docs/sockets.md)."""
         return cls(address=address, **options)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -283,7 +288,7 @@ class Client:
             from ..transports.sockets import SocketChannel
 
             channel = await SocketChannel.connect(
-                session, self.address, close_grace=self.close_grace
+                session, self.address, close_grace=self.close_grace, token=self.token
             )
         else:
             from .process import ProcessChannel
