@@ -2,8 +2,9 @@
 
 Server side: `serve_address` accepts any number of clients; each connection gets its own
 `Connection` (ids, in-flight requests and cancellation are per connection) and the same
-lifecycle as stdio (half-close from the client = stdin EOF). Client side: `SocketChannel`
-connects to such an address for `mcpline.Client`.
+lifecycle as stdio (half-close from the client = stdin EOF), once the connection has passed
+the `auth.Gate` (JSON-RPC only; on TCP, the token first). Client side: `SocketChannel`
+connects to such an address for `mcpline.Client`. See docs/sockets.md.
 """
 
 from __future__ import annotations
