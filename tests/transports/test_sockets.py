@@ -343,9 +343,8 @@ def test_tcp_runs_nothing_without_the_right_token(
     servers.append(srv)
     token = _token(srv.address)
     assert len(token) >= 40
-    assert token_path("127.0.0.1", int(srv.address.rsplit(":", 1)[1])).stat().st_mode & 0o777 == (
-        0o600
-    )
+    file = token_path("127.0.0.1", int(srv.address.rsplit(":", 1)[1]))
+    assert file.stat().st_mode & 0o777 == 0o600 and file.parent.stat().st_mode & 0o777 == 0o700
     marker = short_tmp / "ran"
     for first in (b"", auth_line("x" * len(token)), auth_line(token[:-1] + "?")):
         with _connect(srv.address) as s:

@@ -86,11 +86,10 @@ def canonical_host(host: str) -> str:
     name = host.strip()
     if name.startswith("[") and name.endswith("]"):
         name = name[1:-1]
-    name = name.lower().rstrip(".") or name
     try:
         return str(ipaddress.ip_address(name))
     except ValueError:
-        pass
+        name = name.lower().rstrip(".") or name
     if _INET_ATON.fullmatch(name) and any(c.isdigit() for c in name):
         with contextlib.suppress(OSError):
             return socket.inet_ntoa(socket.inet_aton(name))
