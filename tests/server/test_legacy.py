@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from mcpline.transports.auth import auth_line, find_token
+
 from .. import wirecheck
 from ..proc import FIXTURES, ServerProcess
 
@@ -404,8 +406,12 @@ def test_legacy_session_is_per_connection() -> None:
         address = line.decode().split("listening on", 1)[1].strip()
         host, port = address.removeprefix("tcp:").rsplit(":", 1)
 
+        token = find_token(host, int(port))
+        assert token is not None
+
         def connect() -> tuple[socket.socket, Any]:
             s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(auth_line(token))
             return s, s.makefile("rwb")
 
         def rpc(f: Any, msg: dict[str, Any], version: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ import json
 import shlex
 from typing import IO, Any
 
-from .checks import FAIL, PASS, SKIP, WARN, CheckResult, summarize
 from ..terminal import for_terminal
+from .checks import FAIL, PASS, SKIP, WARN, CheckResult, summarize
 from .cite import references
 
 STYLES = {PASS: "green", FAIL: "bold red", WARN: "yellow", SKIP: "dim"}

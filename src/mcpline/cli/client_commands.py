@@ -52,6 +52,11 @@ class _DashDashParser(argparse.ArgumentParser):
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("server selection (one of)")
     g.add_argument("--server", metavar="ADDRESS", help="connect to unix:PATH or tcp:HOST:PORT")
+    g.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="the token of a tcp: server (default: $MCPLINE_TOKEN, else the file it wrote)",
+    )
     g.add_argument("--config", metavar="FILE", help="an mcpServers JSON config file (with --name)")
     g.add_argument("--name", metavar="NAME", help="which server of --config to start")
     o = p.add_argument_group("output and behaviour")
@@ -194,6 +199,8 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
         )
     if args.name and not args.config:
         raise UsageError("--name needs --config")
+    if args.token_file and not (args.server or "").startswith("tcp:"):
+        raise UsageError("--token-file needs --server tcp:HOST:PORT")
     options: dict[str, Any] = {
         "timeout": args.timeout,
         "max_timeout": max(600.0, args.timeout),
@@ -211,6 +218,10 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
 
         try:
             parse_address(args.server)
+            if args.token_file:
+                from ..transports.auth import read_token_file
+
+                options["token"] = read_token_file(args.token_file)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return Client.connect(args.server, **options)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_NAMES = ("server", "mcp", "app")
+SOCKET_OPTIONS = ("token_file", "no_auth", "max_connections", "idle_timeout", "max_line_bytes")
 
 
 def register(sub: Any) -> None:
@@ -23,6 +24,35 @@ def register(sub: Any) -> None:
         metavar="ADDRESS",
         default="stdio",
         help="stdio (default), unix:/path/to.sock or tcp:HOST:PORT",
+    )
+    g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
+    g.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="tcp: read the token from PATH (default: $MCPLINE_TOKEN, else a new random one)",
+    )
+    g.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="tcp: accept clients without a token (any local user can call the server)",
+    )
+    g.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help="connections open at once; more are closed at once (default 64)",
+    )
+    g.add_argument(
+        "--idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="close a connection idle this long, 0 for never (default 300)",
+    )
+    g.add_argument(
+        "--max-line-bytes",
+        type=int,
+        metavar="N",
+        help="the longest accepted line (default 4 MiB, or the server's limit if smaller)",
     )
     p.set_defaults(func=run)
 
@@ -64,7 +94,45 @@ def load_server(target: str) -> Any:
     raise SystemExit(f"mcpline run: {path_text} defines several Servers; name one as FILE:OBJECT")
 
 
+def socket_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `serve_socket` options given on the command line; SystemExit(2) on bad ones."""
+    given = [name for name in SOCKET_OPTIONS if getattr(args, name) not in (None, False)]
+    if args.listen == "stdio":
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            _usage(f"{flags}: only for --listen unix:PATH or tcp:HOST:PORT")
+        return {}
+    tcp = args.listen.startswith("tcp:")
+    if (args.token_file or args.no_auth) and not tcp:
+        _usage("--token-file and --no-auth are for tcp: (a unix socket is protected by its mode)")
+    if args.token_file and args.no_auth:
+        _usage("--token-file and --no-auth exclude each other")
+    options: dict[str, Any] = {}
+    if args.token_file:
+        from ..transports.auth import read_token_file
+
+        try:
+            options["token"] = read_token_file(args.token_file)
+        except ValueError as exc:
+            _usage(str(exc))
+    if args.no_auth:
+        options["auth"] = False
+    if args.max_connections is not None:
+        options["max_connections"] = args.max_connections
+    if args.idle_timeout is not None:
+        options["idle_timeout"] = args.idle_timeout or None
+    if args.max_line_bytes is not None:
+        options["max_line_bytes"] = args.max_line_bytes
+    return options
+
+
+def _usage(message: str) -> None:
+    print(f"mcpline run: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def run(args: argparse.Namespace) -> int:
+    options = socket_options(args)
     if args.listen == "stdio":
         # Claim stdout before user code is imported, so that import-time prints and
         # banners land on stderr instead of corrupting the protocol stream.
@@ -72,5 +140,5 @@ def run(args: argparse.Namespace) -> int:
 
         claim_stdio()
     server = load_server(args.target)
-    server.run(args.listen)
+    server.run(args.listen, **options)
     return 0

@@ -97,6 +97,7 @@ class Client:
         inherit_env: bool = True,
         cwd: str | os.PathLike[str] | None = None,
         address: str | None = None,
+        token: str | None = None,
         client_info: dict[str, Any] | None = None,
         timeout: float = 60.0,
         max_timeout: float = 600.0,
@@ -134,6 +135,7 @@ class Client:
         self.inherit_env = inherit_env
         self.cwd = cwd
         self.address = address
+        self.token = token
         self.client_info = dict(client_info or CLIENT_INFO)
         self.timeout = timeout
         self.max_timeout = max_timeout
@@ -178,7 +180,10 @@ class Client:
 
     @classmethod
     def connect(cls, address: str, **options: Any) -> Client:
-        """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``."""
+        """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``.
+
+        A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else the file
+        the listener wrote for its address; see docs/sockets.md)."""
         return cls(address=address, **options)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -286,7 +291,7 @@ class Client:
             from ..transports.sockets import SocketChannel
 
             channel = await SocketChannel.connect(
-                session, self.address, close_grace=self.close_grace
+                session, self.address, close_grace=self.close_grace, token=self.token
             )
         else:
             from .process import ProcessChannel

@@ -45,6 +45,7 @@ class Connection:
         pause_reading: Callable[[], None] = lambda: None,
         resume_reading: Callable[[], None] = lambda: None,
         name: str = "stdio",
+        max_line_bytes: int | None = None,
     ) -> None:
         self.server = server
         self.loop = asyncio.get_running_loop()
@@ -53,7 +54,9 @@ class Connection:
         self._write = write
         self._pause = pause_reading
         self._resume = resume_reading
-        self._lines = LineBuffer(server.max_line_bytes)
+        self.max_line_bytes = server.max_line_bytes if max_line_bytes is None else max_line_bytes
+        """This connection's longest line; longer ones are answered with a parse error."""
+        self._lines = LineBuffer(self.max_line_bytes)
         self.inflight: dict[RequestId, tuple[asyncio.Task[None], Context]] = {}
         self._pending: deque[Request] = deque()
         """Requests read while at the in-flight limit; started in order as slots free up."""
@@ -87,7 +90,7 @@ class Connection:
         if isinstance(line, Oversized):
             why = (
                 f"Parse error: message of {line.size} bytes exceeds the "
-                f"{self.server.max_line_bytes}-byte line limit"
+                f"{self.max_line_bytes}-byte line limit"
             )
             rid = jsonrpc.recover_id(line.prefix, line.suffix)
             self.send(error_response(rid, PARSE_ERROR, why))

@@ -2,8 +2,9 @@
 
 Server side: `serve_address` accepts any number of clients; each connection gets its own
 `Connection` (ids, in-flight requests and cancellation are per connection) and the same
-lifecycle as stdio (half-close from the client = stdin EOF). Client side: `SocketChannel`
-connects to such an address for `mcpline.Client`.
+lifecycle as stdio (half-close from the client = stdin EOF), once the connection has passed
+the `auth.Gate` (JSON-RPC only; on TCP, the token first). Client side: `SocketChannel`
+connects to such an address for `mcpline.Client`. See docs/sockets.md.
 """
 
 from __future__ import annotations
@@ -13,12 +14,25 @@ import contextlib
 import ipaddress
 import logging
 import os
+import re
 import signal
 import socket
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .auth import (
+    TOKEN_ENV,
+    Gate,
+    Verdict,
+    auth_line,
+    check_token,
+    find_token,
+    new_token,
+    write_token_file,
+)
 
 if TYPE_CHECKING:
     from ..client.session import Session
@@ -66,60 +80,147 @@ def parse_address(text: str) -> Address:
     raise ValueError(f"bad address {text!r}: the scheme must be unix: or tcp:")
 
 
+def canonical_host(host: str) -> str:
+    """``host`` spelled one way: no brackets, lower case, no trailing dot, and an IP address
+    in its standard form (``127.1`` and ``0177.0.0.1`` read as `socket.inet_aton` does)."""
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        name = name.lower().rstrip(".") or name
+    if _INET_ATON.fullmatch(name) and any(c.isdigit() for c in name):
+        with contextlib.suppress(OSError):
+            return socket.inet_ntoa(socket.inet_aton(name))
+    return name
+
+
+_INET_ATON = re.compile(r"[0-9a-fx.]+")
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
+    """Whether ``host`` (in any spelling) names this machine's loopback interface."""
+    name = canonical_host(host)
+    if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        ip = ipaddress.ip_address(name)
     except ValueError:
         return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
 
 
 # --- server side ------------------------------------------------------------------------
 
+SOCKET_MAX_LINE_BYTES = 4 * 1024 * 1024
+"""Default largest line on a socket connection (4 MiB), unless the server's is smaller."""
+
+DEFAULT_MAX_CONNECTIONS = 64
+
+DEFAULT_IDLE_TIMEOUT = 300.0
+
+
+class ListenError(Exception):
+    """The listener cannot start (bad path, address in use, unusable token); one line."""
+
+
+@dataclass
+class _Listener:
+    """What the connections of one listener share: its limits, token and live protocols."""
+
+    server: Server
+    token: str | None
+    max_connections: int
+    idle_timeout: float | None
+    max_line_bytes: int
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    active: set[_ServerProtocol] = field(default_factory=set)
+
 
 class _ServerProtocol(asyncio.Protocol):
-    """Feeds one accepted socket to its own `Connection`."""
+    """Admits one accepted socket through a `Gate`, then feeds it to its own `Connection`."""
 
-    def __init__(self, server: Server, tasks: set[asyncio.Task[None]]) -> None:
-        self.server = server
-        self.tasks = tasks
+    def __init__(self, listener: _Listener) -> None:
+        self.listener = listener
         self.conn: Connection | None = None
         self.transport: asyncio.Transport | None = None
-        self.done = False
+        self.gate = Gate(listener.token)
+        self.peer = "unix peer"
+        self.last_activity = 0.0
+        self.timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.peer = str(transport.get_extra_info("peername") or "unix peer")
+        listener = self.listener
+        if len(listener.active) >= listener.max_connections:
+            log.warning(
+                "refused a connection from %s: %d connections are open (the limit)",
+                self.peer,
+                listener.max_connections,
+            )
+            transport.abort()  # type: ignore[attr-defined]
+            return
+        listener.active.add(self)
+        loop = asyncio.get_running_loop()
+        self.last_activity = loop.time()
+        if listener.idle_timeout is not None:
+            self.timer = loop.call_later(listener.idle_timeout, self._check_idle)
+
+    def _open(self) -> None:
         from ..server.runtime import Connection
 
-        self.transport = transport  # type: ignore[assignment]
-        peer = transport.get_extra_info("peername") or "unix peer"
+        transport = self.transport
+        assert transport is not None
         self.conn = Connection(
-            self.server,
+            self.listener.server,
             self._write,
-            pause_reading=transport.pause_reading,  # type: ignore[attr-defined]
-            resume_reading=transport.resume_reading,  # type: ignore[attr-defined]
-            name=f"socket {peer}",
+            pause_reading=transport.pause_reading,
+            resume_reading=transport.resume_reading,
+            name=f"socket {self.peer}",
+            max_line_bytes=self.listener.max_line_bytes,
         )
         task = asyncio.get_running_loop().create_task(self._lifecycle())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.listener.tasks.add(task)
+        task.add_done_callback(self.listener.tasks.discard)
 
     def _write(self, data: bytes) -> None:
         assert self.transport is not None
         if self.transport.is_closing():
             raise BrokenPipeError("socket closed")
+        self.last_activity = asyncio.get_running_loop().time()
         self.transport.write(data)
 
     def data_received(self, data: bytes) -> None:
-        assert self.conn is not None
-        self.conn.data_received(data)
+        assert self.transport is not None
+        self.last_activity = asyncio.get_running_loop().time()
+        if self.conn is not None:
+            self.conn.data_received(data)
+            return
+        data = self.gate.feed(data)
+        if self.gate.verdict is Verdict.REJECT:
+            log.warning("closed a connection from %s: %s", self.peer, self.gate.reason)
+            self.transport.abort()
+        elif self.gate.verdict is Verdict.OPEN:
+            self._open()
+            if data:
+                self.data_received(data)
 
     def eof_received(self) -> bool:
-        assert self.conn is not None
+        if self.conn is None:
+            return False  # nothing was let through: close
         self.conn.eof_received()
         return True  # keep our half open to flush the last answers
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.listener.active.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
         if self.conn is not None:
             self.conn.write_failed = True
             self.conn.begin_shutdown("socket closed")
@@ -131,6 +232,32 @@ class _ServerProtocol(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self.conn is not None:
             self.conn.resume_writing()
+
+    def _check_idle(self) -> None:
+        """Close the connection once nothing was received or written for ``idle_timeout``
+        seconds while no request (a pending ``subscriptions/listen`` included) is in flight."""
+        timeout = self.listener.idle_timeout
+        assert timeout is not None and self.transport is not None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self.conn is not None and self.conn.inflight:
+            self.last_activity = now
+        due = self.last_activity + timeout
+        if now < due:
+            self.timer = loop.call_later(due - now, self._check_idle)
+            return
+        self.timer = None
+        log.info("closing the connection from %s: idle for %g s", self.peer, timeout)
+        if self.conn is not None:
+            self.conn.begin_shutdown("idle")
+        else:
+            self.transport.close()
+
+    def stop(self) -> None:
+        if self.conn is not None:
+            self.conn.begin_shutdown("server stopping")
+        elif self.transport is not None:
+            self.transport.close()
 
     async def _lifecycle(self) -> None:
         assert self.conn is not None and self.transport is not None
@@ -145,34 +272,98 @@ class _ServerProtocol(asyncio.Protocol):
 
 
 async def serve_socket(
-    server: Server, address: str, *, ready: Any = None, stop: asyncio.Event | None = None
+    server: Server,
+    address: str,
+    *,
+    ready: Any = None,
+    stop: asyncio.Event | None = None,
+    token: str | None = None,
+    auth: bool = True,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    max_line_bytes: int | None = None,
 ) -> None:
-    """Accept connections on ``address`` until ``stop`` is set (or SIGTERM/SIGINT)."""
-    addr = parse_address(address)
+    """Accept connections on ``address`` until ``stop`` is set (or SIGTERM/SIGINT).
+
+    A connection whose first byte (after whitespace) is not ``{`` is closed unread. On TCP
+    the first line must also be the `AUTH_METHOD` notification with the token: ``token``,
+    else ``$MCPLINE_TOKEN``, else a new random one; it is stored in the default token file
+    of the bound address (`auth.token_path`), which is removed at exit. ``auth=False``
+    drops the token (a loud warning). At most ``max_connections`` are open at once; one idle
+    for ``idle_timeout`` seconds (None: never) is closed; lines are at most
+    ``max_line_bytes`` (default: the server's limit, capped at 4 MiB). Raises `ListenError`.
+    """
+    try:
+        addr = parse_address(address)
+    except ValueError as exc:
+        raise ListenError(str(exc)) from None
+    if max_connections < 1:
+        raise ListenError("the connection limit must be at least 1")
+    if idle_timeout is not None and idle_timeout <= 0:
+        raise ListenError("the idle timeout must be positive")
+    if max_line_bytes is None:
+        max_line_bytes = min(server.max_line_bytes, SOCKET_MAX_LINE_BYTES)
+    elif max_line_bytes < 1:
+        raise ListenError("the line limit must be positive")
+    if addr.kind == "tcp" and auth:
+        env = os.environ.get(TOKEN_ENV)
+        try:
+            if token is not None:
+                token = check_token(token, "the token argument")
+            elif env:
+                token = check_token(env, f"${TOKEN_ENV}")
+            else:
+                token = new_token()
+        except ValueError as exc:
+            raise ListenError(str(exc)) from None
+    else:
+        token = None
+    listener = _Listener(server, token, max_connections, idle_timeout, max_line_bytes)
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
-    tasks: set[asyncio.Task[None]] = set()
+    token_file: Path | None = None
 
     def factory() -> _ServerProtocol:
-        return _ServerProtocol(server, tasks)
+        return _ServerProtocol(listener)
 
     async with server.running():
         if addr.kind == "unix":
             _remove_stale_socket(addr.path)
             old_umask = os.umask(0o177)  # the socket file is created 0600: owner only
             try:
-                listener = await loop.create_unix_server(factory, addr.path)
+                sock_server = await loop.create_unix_server(factory, addr.path)
+            except OSError as exc:
+                raise ListenError(f"cannot listen on {addr}: {_why(exc)}") from None
             finally:
                 os.umask(old_umask)
             bound = str(addr)
         else:
-            if not _is_loopback(addr.host):
-                log.warning(
-                    "listening on %s, which is not loopback: there is no authentication", addr
+            host = canonical_host(addr.host)
+            try:
+                sock_server = await loop.create_server(factory, host, addr.port, reuse_address=True)
+            except OSError as exc:
+                raise ListenError(f"cannot listen on {addr}: {_why(exc)}") from None
+            port = sock_server.sockets[0].getsockname()[1]
+            bound = str(Address("tcp", host=host, port=port))
+            if token is not None:
+                try:
+                    token_file = write_token_file(host, port, token)
+                except ValueError as exc:
+                    sock_server.close()
+                    raise ListenError(str(exc)) from None
+                print(f"mcpline: the token for {bound} is in {token_file}", file=sys.stderr)
+            else:
+                print(
+                    f"mcpline: WARNING: {bound} has no authentication (--no-auth): every "
+                    "local user, and every host that can reach it, can call this server",
+                    file=sys.stderr,
                 )
-            listener = await loop.create_server(factory, addr.host, addr.port, reuse_address=True)
-            sockname = listener.sockets[0].getsockname()
-            bound = str(Address("tcp", host=addr.host, port=sockname[1]))
+            if not _is_loopback(host):
+                log.warning(
+                    "listening on %s, which is not loopback: the traffic, the token "
+                    "included, is not encrypted",
+                    bound,
+                )
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, stop.set)
@@ -182,46 +373,63 @@ async def serve_socket(
         try:
             await stop.wait()
         finally:
-            listener.close()
-            for conn in list(server.connections):
-                conn.begin_shutdown("server stopping")
-            if tasks:
-                await asyncio.wait(list(tasks), timeout=server.shutdown_grace + 2)
-            await listener.wait_closed()
+            sock_server.close()
+            for proto in list(listener.active):
+                proto.stop()
+            if listener.tasks:
+                await asyncio.wait(list(listener.tasks), timeout=server.shutdown_grace + 2)
+            await sock_server.wait_closed()
             if addr.kind == "unix":
                 with contextlib.suppress(OSError):
                     os.unlink(addr.path)
+            if token_file is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(token_file)
 
 
 def _remove_stale_socket(path: str) -> None:
     """Remove a socket file left by a dead server; refuse to clobber anything else."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except FileNotFoundError:
         return
+    except OSError as exc:
+        raise ListenError(f"cannot listen on unix:{path}: {_why(exc)}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ListenError(f"{path} is a symbolic link; give the socket's own path")
     if not stat.S_ISSOCK(st.st_mode):
-        raise SystemExit(f"mcpline: {path} exists and is not a socket")
+        raise ListenError(f"{path} exists and is not a socket")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(path)
     except OSError:
-        os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     else:
-        raise SystemExit(f"mcpline: another server is already listening on unix:{path}")
+        raise ListenError(f"another server is already listening on unix:{path}")
     finally:
         probe.close()
 
 
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
 def serve_address(server: Server, address: str, **options: Any) -> None:
-    """Serve ``server`` on ``unix:/path`` or ``tcp:HOST:PORT`` until SIGTERM/SIGINT."""
+    """Serve ``server`` on ``unix:/path`` or ``tcp:HOST:PORT`` until SIGTERM/SIGINT.
+
+    ``options`` are those of `serve_socket` plus ``uvloop``; a `ListenError` is one
+    ``mcpline: ...`` line on stderr and exit status 2.
+    """
     from .stdio import configure_logging, run_loop
 
     configure_logging()
+    use_uvloop = options.pop("uvloop", None)
     try:
-        parse_address(address)
-    except ValueError as exc:
-        raise SystemExit(f"mcpline: {exc}") from None
-    run_loop(serve_socket(server, address, ready=options.get("ready")), options.get("uvloop"))
+        run_loop(serve_socket(server, address, **options), use_uvloop)
+    except ListenError as exc:
+        print(f"mcpline: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 # --- client side ------------------------------------------------------------------------
@@ -233,13 +441,15 @@ class _ClientProtocol(asyncio.Protocol):
         self.can_write = asyncio.Event()
         self.can_write.set()
         self.closed = asyncio.get_running_loop().create_future()
+        self.received = False
 
     def data_received(self, data: bytes) -> None:
+        self.received = True
         self.channel.session.feed(data)
 
     def eof_received(self) -> bool:
         self.channel.session.eof(
-            f"{self.channel.label} closed the connection"
+            f"{self.channel.label} closed the connection{self._hint()}"
             if not self.channel.closing
             else f"{self.channel.label} closed"
         )
@@ -250,11 +460,22 @@ class _ClientProtocol(asyncio.Protocol):
 
         why = f"{self.channel.label}: connection lost" + (f" ({exc})" if exc else "")
         self.channel.session.connection_lost(
-            ConnectionLost(why, retriable=not self.channel.closing)
+            ConnectionLost(why + self._hint(), retriable=not self.channel.closing)
         )
         self.can_write.set()
         if not self.closed.done():
             self.closed.set_result(None)
+
+    def _hint(self) -> str:
+        """Why a TCP listener may have closed before answering anything: the token."""
+        if self.received or self.channel.closing or self.channel.auth is None:
+            return ""
+        if self.channel.auth:
+            return " before answering (is the token right?)"
+        return (
+            " before answering (no token was found: give one, set $MCPLINE_TOKEN, "
+            "or connect as the user who started the server)"
+        )
 
     def pause_writing(self) -> None:
         self.can_write.clear()
@@ -264,24 +485,44 @@ class _ClientProtocol(asyncio.Protocol):
 
 
 class SocketChannel:
-    """A client connection to a server listening on a socket address."""
+    """A client connection to a server listening on a socket address.
+
+    On TCP the first line sent is the authenticate notification with the token: ``token``,
+    else ``$MCPLINE_TOKEN``, else the listener's default token file (looked up anew at
+    every connection, since a restarted listener has a new token).
+    """
 
     def __init__(self, session: Session, label: str, close_grace: float) -> None:
         self.session = session
         self.label = label
         self.close_grace = close_grace
         self.closing = False
+        self.auth: bool | None = None
+        """Whether a token was sent (None on a Unix socket, where none is needed)."""
         self.transport: asyncio.Transport | None = None
         self.protocol: _ClientProtocol | None = None
 
     @classmethod
     async def connect(
-        cls, session: Session, address: str, *, close_grace: float = 2.0, timeout: float = 10.0
+        cls,
+        session: Session,
+        address: str,
+        *,
+        close_grace: float = 2.0,
+        timeout: float = 10.0,
+        token: str | None = None,
     ) -> SocketChannel:
         from ..client.errors import ConnectionLost
 
         try:
             addr = parse_address(address)
+            if addr.kind == "tcp":
+                host = canonical_host(addr.host)
+                others = _LOOPBACK_NAMES if _is_loopback(host) else ()
+                if token is not None:
+                    token = check_token(token, "the token argument")
+                else:
+                    token = find_token(host, addr.port, others)
         except ValueError as exc:
             raise ConnectionLost(str(exc), retriable=False) from None
         chan = cls(session, str(addr), close_grace)
@@ -290,12 +531,17 @@ class SocketChannel:
             if addr.kind == "unix":
                 coro = loop.create_unix_connection(lambda: _ClientProtocol(chan), addr.path)
             else:
-                coro = loop.create_connection(lambda: _ClientProtocol(chan), addr.host, addr.port)
+                coro = loop.create_connection(lambda: _ClientProtocol(chan), host, addr.port)
             transport, protocol = await asyncio.wait_for(coro, timeout)
         except (OSError, asyncio.TimeoutError) as exc:
-            raise ConnectionLost(f"cannot connect to {addr}: {exc or 'timed out'}") from None
+            why = (_why(exc) if isinstance(exc, OSError) else "") or "timed out"
+            raise ConnectionLost(f"cannot connect to {addr}: {why}") from None
         chan.transport = transport
         chan.protocol = protocol
+        if addr.kind == "tcp":
+            chan.auth = token is not None
+            if token is not None:
+                transport.write(auth_line(token))
         session.channel = chan
         return chan
 

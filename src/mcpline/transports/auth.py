@@ -1,0 +1,201 @@
+"""Who may talk to a socket listener: the first-bytes gate and the TCP token.
+
+`Gate` is sans-I/O: the transport feeds it the first bytes of a connection and it decides
+whether they may reach the server. A TCP client proves that it may by sending, as its first
+line, the `AUTH_METHOD` notification with the listener's token; the token lives in a 0600
+file in a 0700 per-user directory (`token_path`), where only the same user's clients read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hmac
+import json
+import os
+import secrets
+import stat
+from pathlib import Path
+
+AUTH_METHOD = "notifications/mcpline/authenticate"
+"""The first message a TCP client sends: ``{"params": {"token": "..."}}``, no ``id``."""
+
+TOKEN_ENV = "MCPLINE_TOKEN"
+"""The environment variable that gives a token to `mcpline run` and to the client."""
+
+MIN_TOKEN_CHARS = 16
+
+MAX_FIRST_LINE = 4096
+"""How many bytes a connection may send before the gate decides (an auth line is ~100)."""
+
+_WHITESPACE = b" \t\r\n"
+
+
+class Verdict(enum.Enum):
+    WAIT = "wait"
+    OPEN = "open"
+    REJECT = "reject"
+
+
+class Gate:
+    """Decides from its first bytes whether a connection is let through to the server.
+
+    The first non-whitespace byte must be ``{`` (so an HTTP request, a TLS handshake or any
+    other protocol is refused before anything runs). With a ``token``, the first line must
+    also be the `AUTH_METHOD` notification carrying that token; the line itself is consumed.
+    """
+
+    __slots__ = ("_token", "_buf", "verdict", "reason")
+
+    def __init__(self, token: str | None) -> None:
+        self._token = token.encode() if token is not None else None
+        self._buf = b""
+        self.verdict = Verdict.WAIT
+        self.reason = ""
+
+    def feed(self, data: bytes) -> bytes:
+        """Take received bytes; return those to hand to the server (only once `OPEN`)."""
+        if self.verdict is Verdict.OPEN:
+            return data
+        if self.verdict is Verdict.REJECT:
+            return b""
+        buf = self._buf + data
+        body = buf.lstrip(_WHITESPACE)
+        if not body:
+            return self._wait(buf, "only whitespace")
+        if body[:1] != b"{":
+            return self._reject(f"not JSON-RPC (it starts with {body[:16]!r})")
+        if self._token is None:
+            return self._open(buf)
+        end = body.find(b"\n")
+        if end < 0:
+            return self._wait(buf, "a first line too long to be the authenticate notification")
+        why = self._check(body[:end])
+        if why:
+            return self._reject(why)
+        return self._open(body[end + 1 :])
+
+    def _wait(self, buf: bytes, too_long: str) -> bytes:
+        if len(buf) > MAX_FIRST_LINE:
+            return self._reject(f"{too_long} ({len(buf)} bytes)")
+        self._buf = buf
+        return b""
+
+    def _open(self, rest: bytes) -> bytes:
+        self.verdict = Verdict.OPEN
+        self._buf = b""
+        return rest
+
+    def _reject(self, why: str) -> bytes:
+        self.verdict = Verdict.REJECT
+        self.reason = why
+        self._buf = b""
+        return b""
+
+    def _check(self, line: bytes) -> str:
+        """Why ``line`` is not the authenticate notification with our token ('' if it is)."""
+        assert self._token is not None
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return "the first line is not JSON"
+        if (
+            not isinstance(msg, dict)
+            or msg.get("jsonrpc") != "2.0"
+            or msg.get("method") != AUTH_METHOD
+            or "id" in msg
+        ):
+            return f"the first message is not the {AUTH_METHOD} notification"
+        params = msg.get("params")
+        token = params.get("token") if isinstance(params, dict) else None
+        if not isinstance(token, str):
+            return "the authenticate notification has no token"
+        if not hmac.compare_digest(token.encode("utf-8", "replace"), self._token):
+            return "wrong token"
+        return ""
+
+
+def auth_line(token: str) -> bytes:
+    """The first line a client sends to a TCP listener whose token is ``token``."""
+    msg = {"jsonrpc": "2.0", "method": AUTH_METHOD, "params": {"token": token}}
+    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def check_token(token: str, source: str) -> str:
+    """``token`` without surrounding whitespace, or ValueError naming ``source``."""
+    token = token.strip()
+    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or not token.isascii():
+        raise ValueError(
+            f"the token from {source} must be at least {MIN_TOKEN_CHARS} printable ASCII characters"
+        )
+    return token
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The token stored in ``path``, or ValueError with a one-line reason."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read the token file {path}: {_why(exc)}") from None
+    return check_token(text, str(path))
+
+
+def token_dir() -> Path:
+    """Where listeners keep their token files: ``$XDG_RUNTIME_DIR/mcpline``, else
+    ``$XDG_CACHE_HOME/mcpline`` (default ``~/.cache/mcpline``)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and os.path.isdir(runtime):
+        return Path(runtime) / "mcpline"
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    return base / "mcpline"
+
+
+def token_path(host: str, port: int) -> Path:
+    """The default token file of the TCP listener bound to ``host`` (canonical) and ``port``."""
+    return token_dir() / f"tcp-{host}-{port}.token"
+
+
+def write_token_file(host: str, port: int, token: str) -> Path:
+    """Store ``token`` as the default token file of ``host:port``: a new 0600 file in a 0700
+    directory owned by the current user. A file left there by a dead listener is replaced
+    (the caller has bound the port, so no live listener owns it)."""
+    directory = token_dir()
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(directory)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise ValueError(f"{directory} is not a directory owned by the current user")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(directory, 0o700)
+        path = token_path(host, port)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(token + "\n")
+    except OSError as exc:
+        raise ValueError(f"cannot write the token file in {directory}: {_why(exc)}") from None
+    return path
+
+
+def find_token(host: str, port: int, hosts: tuple[str, ...] = ()) -> str | None:
+    """The client's token for ``host:port``: `TOKEN_ENV`, then the default token file of
+    ``host`` or of one of ``hosts`` (other names of the same host) at ``port``."""
+    env = os.environ.get(TOKEN_ENV)
+    if env:
+        return check_token(env, f"${TOKEN_ENV}")
+    for name in (host, *hosts):
+        path = token_path(name, port)
+        if path.is_file():
+            return read_token_file(path)
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
