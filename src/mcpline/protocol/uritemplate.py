@@ -5,7 +5,8 @@ Sans-I/O. `UriTemplate(text)` parses once (``ValueError`` for a malformed templa
 the variables' pct-decoded values (``str``, or ``list[str]`` for exploded variables), or
 ``None`` when the URI cannot have come from the template. Matching is necessarily partial —
 expansion loses information (a list and a comma-joined string expand alike) — so values come
-back as text and typing them is the caller's business.
+back as text and typing them is the caller's business. `match` takes time linear in the
+URI's length for any template (no backtracking), so an untrusted URI cannot stall it.
 """
 
 from __future__ import annotations
@@ -575,9 +576,9 @@ class UriTemplate:
 
         Runs in time linear in ``len(uri)`` for a given template (a few big-integer
         operations on ``len(uri)``-bit numbers per template node, times ``log2(len(uri))``
-        for ``;``/``.``/``/`` exploded variables), whatever the URI. When several splits fit,
-        variables are bound left to right, each taking the longest text that lets the rest
-        match (``{+var}`` and ``{#var}``: the shortest); a URI is only split between
+        for ``{;x}``, ``{.x*}``, ``{/x*}`` and ``{;x*}``), whatever the URI. When several
+        splits fit, variables are bound left to right, each taking the longest text that lets
+        the rest match (``{+var}`` and ``{#var}``: the shortest); a URI is only split between
         pct-triplets.
         """
         if not (uri.startswith(self._head) and uri.endswith(self._tail)):
