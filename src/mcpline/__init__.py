@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .protocol.uritemplate import UriTemplate
     from .server.completion import Completion
     from .server.prompts import assistant, user
-    from .server.resources import ResourceNotFoundError
+    from .server.resources import PathEscapeError, ResourceNotFoundError, safe_path
 
 __version__ = "0.1.0"
 
@@ -37,6 +37,7 @@ __all__ = [
     "InputRequired",
     "JsonRpcError",
     "MissingCapabilityError",
+    "PathEscapeError",
     "ResourceNotFoundError",
     "Server",
     "ToolError",
@@ -51,6 +52,7 @@ __all__ = [
     "image",
     "list_roots",
     "resource_link",
+    "safe_path",
     "sample",
     "text",
     "user",
@@ -64,6 +66,8 @@ _LAZY = {
     "assistant": ".server.prompts",
     "user": ".server.prompts",
     "ResourceNotFoundError": ".server.resources",
+    "PathEscapeError": ".server.resources",
+    "safe_path": ".server.resources",
 }
 """Exports whose modules load on first access (start-up of a tools-only server stays light)."""
 

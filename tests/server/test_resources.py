@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcpline import Server
-from mcpline.server.resources import make_resource, to_contents
+from mcpline import PathEscapeError, ResourceNotFoundError, Server, safe_path
+from mcpline.server.resources import Resources, make_resource, to_contents
 
 from ..proc import EXAMPLES, FIXTURES, ServerProcess
 
@@ -227,3 +228,85 @@ def test_contents_shaping() -> None:
         to_contents("u://a", None, [])
     res = make_resource("u://{n}", lambda n: n, name="n")
     assert res.definition == {"uriTemplate": "u://{n}", "name": "n"}
+
+
+# --- path traversal -----------------------------------------------------------------------------
+
+
+def resolver(*templates: str) -> Resources:
+    table = Resources()
+    for t in templates:
+        table.add(make_resource(t, lambda **kw: kw, name=t))
+    return table
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "x://seg/..%2F..%2Fetc%2Fpasswd",
+        "x://seg/..%5C..%5Cwindows",
+        "x://label.a%2Fb",
+        "x://path/a%2Fb",
+        "x://list/a/b%2Fc",
+        "x://param;p=..%2Fx",
+    ],
+)
+def test_path_segment_variables_never_carry_a_separator(uri: str) -> None:
+    table = resolver(
+        "x://seg/{name}", "x://label{.l}", "x://path{/p}", "x://list{/l*}", "x://param{;p}"
+    )
+    with pytest.raises(ResourceNotFoundError) as err:
+        table.resolve(uri)
+    assert err.value.code == -32602 and err.value.uri == uri
+    assert not table.watchable(uri)
+
+
+def test_reserved_and_query_variables_may_carry_a_separator() -> None:
+    table = resolver("x://seg/{name}", "x://r/{+path}", "x://q{?path}", "x://f{#path}")
+    assert table.resolve("x://seg/..")[1] == {"name": ".."}
+    assert table.resolve("x://r/..%2Fa/../b")[1] == {"path": "../a/../b"}
+    assert table.resolve("x://q?path=..%2Fa")[1] == {"path": "../a"}
+    assert table.resolve("x://f#../a")[1] == {"path": "../a"}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "root" / "sub").mkdir(parents=True)
+    (tmp_path / "root" / "sub" / "f.txt").write_text("in")
+    (tmp_path / "outside.txt").write_text("out")
+    (tmp_path / "root" / "out-link").symlink_to(tmp_path / "outside.txt")
+    (tmp_path / "root" / "in-link").symlink_to(tmp_path / "root" / "sub")
+    return tmp_path / "root"
+
+
+def test_safe_path_resolves_inside_the_root(root: Path) -> None:
+    inside = root / "sub" / "f.txt"
+    assert safe_path(root, "sub/f.txt") == inside
+    assert safe_path(str(root), ["sub", "f.txt"]) == inside
+    assert safe_path(root, "in-link/f.txt") == inside
+    assert safe_path(root, "sub/new.txt") == root / "sub" / "new.txt"
+    assert safe_path(root, "") == root
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../outside.txt",
+        "sub/../../outside.txt",
+        "sub/..",
+        ["sub", "..", "..", "outside.txt"],
+        "..\\outside.txt",
+        "/etc/passwd",
+        "\\etc\\passwd",
+        "C:x.txt",
+        "C:\\x.txt",
+        "\\\\host\\share\\x.txt",
+        "//host/share/x.txt",
+        "f.txt\x00.png",
+        "out-link",
+    ],
+)
+def test_safe_path_refuses_what_leaves_the_root(root: Path, value: str | list[str]) -> None:
+    with pytest.raises(PathEscapeError):
+        safe_path(root, value)
+    assert issubclass(PathEscapeError, ValueError)

@@ -5,12 +5,16 @@ Sans-I/O. `UriTemplate(text)` parses once (``ValueError`` for a malformed templa
 the variables' pct-decoded values (``str``, or ``list[str]`` for exploded variables), or
 ``None`` when the URI cannot have come from the template. Matching is necessarily partial —
 expansion loses information (a list and a comma-joined string expand alike) — so values come
-back as text and typing them is the caller's business.
+back as text and typing them is the caller's business. `match` takes time linear in the
+URI's length for any template (no backtracking), so an untrusted URI cannot stall it.
 """
 
 from __future__ import annotations
 
+import codecs
+import functools
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -204,91 +208,224 @@ def _expand_expression(expr: Expression, values: Mapping[str, Any]) -> str:
 
 
 # --- matching ---------------------------------------------------------------------------------
+#
+# A template compiles to a small regular expression over *tokens* (a pct-triplet or one
+# character), built from the nodes below. Matching computes, right to left, the set of
+# positions from which the rest of the pattern can match, as an ``int`` bitmask over
+# positions (bit ``n - p`` stands for position ``p``), with a constant number of big-integer
+# operations per node; a run of characters is crossed in one addition, whose carry chain
+# walks the run. Then, left to right, each node takes the end its regex quantifier prefers
+# (the longest for greedy, the shortest for lazy) among the ends from which the rest can
+# still match: the split Python's backtracking `re` would return, found without
+# backtracking.
 
-# One character of a value inside each operator's expansion (and, for an expression with a
-# single variable, the looser class that may also contain the separator).
-_CHAR = {
-    "": r"[^/?#,]",
-    "+": r"[^,]",
-    "#": r"[^,]",
-    ".": r"[^/?#.,]",
-    "/": r"[^/?#,]",
-    ";": r"[^/?#;,]",
+
+@dataclass(frozen=True)
+class _Lit:
+    tokens: bytes
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Zero or more tokens not in ``excluded`` (at most ``limit`` of them)."""
+
+    excluded: bytes
+    lazy: bool = False
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class _Opt:
+    node: _Node
+
+
+@dataclass(frozen=True)
+class _Seq:
+    nodes: tuple[_Node, ...]
+
+
+@dataclass(frozen=True)
+class _Items:
+    """One or more ``item`` in a row, each starting with ``;`` (``{;name*}``'s items)."""
+
+    item: _Node
+
+
+@dataclass(frozen=True)
+class _Cap:
+    """Record where ``node`` matched as group ``index``; ``node``'s ends are tried longest
+    first (shortest first when ``lazy``)."""
+
+    index: int
+    node: _Node
+    lazy: bool = False
+
+
+_Node = _Lit | _Run | _Opt | _Seq | _Items | _Cap
+
+# Raw characters a value cannot contain, by operator: with several variables in the
+# expression, and with one (which may then also contain the list separator).
+_EXCLUDED = {
+    "": (b"/?#,", b"/?#"),
+    "+": (b",", b""),
+    "#": (b",", b""),
+    ".": (b"/?#.,", b"/?#.,"),
+    "/": (b"/?#,", b"/?#,"),
+    ";": (b"/?#;,", b"/?#;,"),
 }
-_SINGLE_CHAR = {"": r"[^/?#]", "+": r".", "#": r"."}
 _LAZY = frozenset("+#")
 
-
-def _value_class(op: str, single: bool, prefix: int | None = None) -> str:
-    char = _SINGLE_CHAR[op] if single and op in _SINGLE_CHAR else _CHAR[op]
-    lazy = "?" if op in _LAZY else ""
-    if prefix is None:
-        return f"{char}*{lazy}"
-    return rf"(?:%[0-9A-Fa-f]{{2}}|(?!%){char}){{0,{prefix}}}{lazy}"
-
-
-MATCH_BUDGET = 4_000_000
-"""Bound on the backtracking work of one `UriTemplate.match` (about n**k regex steps for a
-URI of n characters and k variables that may absorb one another's text)."""
-
-_NOT_IN_VALUE = {
-    # Characters a value can never contain, by operator, for one variable and for several.
-    "": (frozenset("/?#"), frozenset("/?#,")),
-    "+": (frozenset(), frozenset(",")),
-    "#": (frozenset(), frozenset(",")),
-    ".": (frozenset("/?#.,"), frozenset("/?#.,")),
-    "/": (frozenset("/?#,"), frozenset("/?#,")),
-    ";": (frozenset("/?#;,"), frozenset("/?#;,")),
-}
+# Token alphabet: URI characters stand for themselves; every other character is _OTHER (only
+# a value can contain it); a pct-triplet is _TRIPLET unless it occurs in a literal of the
+# template, which gives it a code of its own.
+_OTHER = "\x00"
+_TRIPLET = "\x01"
+_CODES = "".join(map(chr, [*range(2, 32), *range(127, 256)]))
+_TRIPLET_BYTES = (_TRIPLET + _CODES).encode("latin-1")
+_NOT_URI_CHAR = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
+_PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
+_PCT_TRIPLET_BYTES = re.compile(rb"%(?=[0-9A-Fa-f]{2})")
 
 
-def _ambiguity(parts: Iterable[Part]) -> int:
-    """The largest number of unbounded values that can absorb one another's text.
+class _Text:
+    """One URI being matched: its tokens, and position sets as bitmasks."""
 
-    A value ends where a character it cannot contain must be matched (a literal, or the
-    separator that introduces the next value); values not separated that way can split the
-    same text in many ways, which a backtracking matcher explores one by one.
-    """
-    chain_excluded: frozenset[str] | None = None  # None: no value in the chain yet
-    count = worst = 0
+    __slots__ = ("tokens", "n", "all", "_masks")
 
-    def anchor(text: str) -> None:
-        nonlocal chain_excluded, count
-        if chain_excluded is None or any(ch in chain_excluded for ch in text):
-            chain_excluded, count = None, 0
+    def __init__(self, tokens: bytes) -> None:
+        self.tokens = tokens
+        self.n = len(tokens)
+        self.all = (1 << (self.n + 1)) - 1
+        self._masks: dict[tuple[bytes, bool], int] = {}
 
-    for part in parts:
-        if isinstance(part, str):
-            anchor(_encode(part, True))
-            continue
-        op = part.operator
-        if op in ("?", "&"):
-            anchor(op)
-            excluded = frozenset("#")
-            chain_excluded = excluded if chain_excluded is None else chain_excluded & excluded
-            count += 1
-            worst = max(worst, count)
-            continue
-        single = len(part.variables) == 1
-        for i, spec in enumerate(part.variables):
-            lead = _OPS[op].first if i == 0 else _OPS[op].sep
-            if op == ";":
-                lead = ";" + spec.name
-            if lead:
-                anchor(lead)
-            excluded = _NOT_IN_VALUE[op][0 if single else 1]
-            chain_excluded = excluded if chain_excluded is None else chain_excluded & excluded
-            unbounded = spec.prefix is None
-            if unbounded:
-                count += 1
-                worst = max(worst, count)
-    return worst
+    def mask(self, chars: bytes, inside: bool) -> int:
+        """Positions whose token is (``inside``) or is not in ``chars``."""
+        key = (chars, inside)
+        found = self._masks.get(key)
+        if found is None:
+            found = int(self.tokens.translate(_bits(chars, inside)) + b"0", 2)
+            self._masks[key] = found
+        return found
+
+    def has(self, positions: int, p: int) -> bool:
+        return bool(positions >> (self.n - p) & 1)
+
+    def span(self, a: int, b: int) -> int:
+        """Positions ``a`` to ``b`` inclusive."""
+        return ((1 << (b - a + 1)) - 1) << (self.n - b)
+
+    def back(self, node: _Node, after: int) -> int:
+        """Positions from which ``node`` can match text ending at one of ``after``."""
+        if isinstance(node, _Lit):
+            out = after << len(node.tokens)
+            for j, token in enumerate(node.tokens):
+                out &= self.mask(bytes((token,)), True) << j
+            return out
+        if isinstance(node, _Run):
+            allowed = self.mask(node.excluded, False)
+            out = after | _reach(allowed, (after << 1) & allowed)
+            if node.limit is not None:
+                out &= _dilate(after, node.limit)
+            return out & self.all
+        if isinstance(node, _Opt):
+            return after | self.back(node.node, after)
+        if isinstance(node, _Seq):
+            for part in reversed(node.nodes):
+                after = self.back(part, after)
+            return after
+        if isinstance(node, _Cap):
+            return self.back(node.node, after)
+        # _Items: an item that can end where the next ';' is links to the item there; a run
+        # of linked items ending in one that can end in ``after`` matches.
+        semi = self.mask(b";", True)
+        good = self.back(node.item, after)
+        linked = self.back(node.item, semi)
+        through = (self.all & ~semi & ~1) | linked
+        return semi & (good | _reach(through, (good << 1) & through))
+
+    def walk(self, node: _Node, p: int, after: int, spans: dict[int, tuple[int, int]]) -> int:
+        """Match ``node`` at ``p`` (which ``back(node, after)`` contains) the way a
+        backtracking matcher's first success would; record groups in ``spans``."""
+        if isinstance(node, _Lit):
+            return p + len(node.tokens)
+        if isinstance(node, _Seq):
+            if not node.nodes:
+                return p
+            follows = [after]
+            for part in reversed(node.nodes[1:]):
+                follows.append(self.back(part, follows[-1]))
+            for part, rest in zip(node.nodes, reversed(follows), strict=True):
+                p = self.walk(part, p, rest, spans)
+            return p
+        if isinstance(node, _Opt):
+            if self.has(self.back(node.node, after), p):
+                return self.walk(node.node, p, after, spans)
+            return p
+        if isinstance(node, _Cap):
+            q = self.end(node.node, p, after, node.lazy)
+            spans[node.index] = (p, q)
+            return q
+        return self.end(node, p, after, isinstance(node, _Run) and node.lazy)
+
+    def end(self, node: _Node, p: int, after: int, lazy: bool) -> int:
+        """The longest (``lazy``: shortest) match of ``node`` at ``p`` that ends in ``after``."""
+        n = self.n
+        if isinstance(node, _Run):
+            outside = ~self.mask(node.excluded, False) & ((1 << (n - p + 1)) - 1)
+            last = n - (outside.bit_length() - 1)  # the run of allowed tokens ends here
+            if node.limit is not None:
+                last = min(last, p + node.limit)
+            ends = after & self.span(p, last)
+            if lazy:
+                return n - (ends.bit_length() - 1)
+            return n - ((ends & -ends).bit_length() - 1)
+        lo, hi = p, n  # the answer lies in [lo, hi]
+        while lo < hi:
+            if lazy:
+                mid = (lo + hi) // 2
+                if self.has(self.back(node, after & self.span(p, mid)), p):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            else:
+                mid = (lo + hi + 1) // 2
+                if self.has(self.back(node, after & self.span(mid, n)), p):
+                    lo = mid
+                else:
+                    hi = mid - 1
+        return lo
+
+
+@functools.lru_cache(maxsize=64)
+def _bits(chars: bytes, inside: bool) -> bytes:
+    """A `bytes.translate` table: b"1" for the tokens in ``chars`` (``inside``) or not."""
+    return bytes(0x31 if (i in chars) == inside else 0x30 for i in range(256))
+
+
+def _reach(allowed: int, seeds: int) -> int:
+    """The bits of ``allowed`` at or above a bit of ``seeds`` (a subset of ``allowed``) in
+    the same run of consecutive ``allowed`` bits."""
+    unseeded = allowed & ~seeds
+    starts = allowed & ~(allowed << 1) & ~seeds  # the lowest bit of each run, if unseeded
+    below_first_seed = unseeded & ~(unseeded + starts)
+    return allowed & ~below_first_seed
+
+
+def _dilate(positions: int, k: int) -> int:
+    """``positions`` shifted up by every amount from 0 to ``k``, or-ed together."""
+    out, width = positions, 1
+    while width * 2 <= k + 1:
+        out |= out << width
+        width *= 2
+    if width < k + 1:
+        out |= out << (k + 1 - width)
+    return out
 
 
 class UriTemplate:
     """A parsed RFC 6570 template. ``str(t)`` is the original text."""
 
-    __slots__ = ("text", "parts", "variables", "_regex", "_groups", "max_match_length")
+    __slots__ = ("text", "parts", "variables", "_pattern", "_groups", "_codes", "_head", "_tail")
 
     def __init__(self, text: str) -> None:
         if not isinstance(text, str):
@@ -303,12 +440,12 @@ class UriTemplate:
                         names.append(spec.name)
         self.variables: tuple[str, ...] = tuple(names)
         """Variable names in order of first appearance."""
-        self._regex: re.Pattern[str] | None = None
+        self._codes: dict[str, str] = {}
         self._groups: list[tuple[str, Any]] = []
-        k = _ambiguity(self.parts)
-        self.max_match_length: int | None = None if k < 2 else int(MATCH_BUDGET ** (1 / k))
-        """Longest URI `match` considers (None: no limit). Set when several variables can
-        absorb one another's text, so that matching an untrusted URI stays cheap."""
+        self._pattern = self._compile()
+        first, last = self.parts[0] if self.parts else "", self.parts[-1] if self.parts else ""
+        self._head = _encode(first, True) if isinstance(first, str) else ""
+        self._tail = _encode(last, True) if isinstance(last, str) else ""
 
     def __str__(self) -> str:
         return self.text
@@ -340,24 +477,38 @@ class UriTemplate:
 
     # --- matching ---
 
-    def _compile(self) -> re.Pattern[str]:
-        pattern: list[str] = []
-        groups: list[tuple[str, Any]] = []
+    def _literal(self, text: str) -> _Lit:
+        """The tokens of literal ``text`` (pct-encoded as expansion would)."""
+        out: list[str] = []
+        for piece in re.split(r"(%[0-9A-Fa-f]{2})", _encode(text, True)):
+            if piece.startswith("%"):
+                if piece not in self._codes:
+                    if len(self._codes) == len(_CODES):
+                        raise ValueError(
+                            f"URI template {self.text!r} has more than {len(_CODES)} distinct "
+                            "pct-encoded octets in its literals"
+                        )
+                    self._codes[piece] = _CODES[len(self._codes)]
+                out.append(self._codes[piece])
+            else:
+                out.append(piece)
+        return _Lit("".join(out).encode("latin-1"))
+
+    def _compile(self) -> _Node:
+        nodes: list[_Node] = []
+        groups = self._groups
         parts = list(self.parts)
         i = 0
-        gid = 0
 
-        def group(kind: str, payload: Any) -> str:
-            nonlocal gid
-            gid += 1
+        def group(kind: str, payload: Any, node: _Node, lazy: bool = False) -> _Cap:
             groups.append((kind, payload))
-            return f"g{gid}"
+            return _Cap(len(groups) - 1, node, lazy)
 
         while i < len(parts):
             part = parts[i]
             i += 1
             if isinstance(part, str):
-                pattern.append(re.escape(_encode(part, True)))
+                nodes.append(self._literal(part))
                 continue
             op = part.operator
             if op in ("?", "&"):
@@ -370,62 +521,87 @@ class UriTemplate:
                         break
                     specs.extend(nxt.variables)
                     i += 1
-                name = group("query", specs)
-                lead = re.escape(op)
-                pattern.append(rf"(?:{lead}(?P<{name}>[^#]*))?")
+                query = group("query", specs, _Run(b"#"))
+                nodes.append(_Opt(_Seq((self._literal(op), query))))
                 continue
             single = len(part.variables) == 1
-            first = re.escape(_OPS[op].first)
-            sep = re.escape(_OPS[op].sep)
-            pieces: list[str] = []
+            lazy = op in _LAZY
+            excluded = _EXCLUDED[op][1 if single else 0]
+            first = self._literal(_OPS[op].first)
+            sep = self._literal(_OPS[op].sep)
+            pieces: list[_Node] = []
             for spec in part.variables:
                 if spec.explode:
-                    name = group("explode", (op, spec))
                     if op in ("", "+", "#"):
-                        pieces.append(rf"(?P<{name}>{_value_class(op, single)})")
-                    elif op == ";":
-                        item = rf";{re.escape(spec.name)}(?:={_value_class(op, False)})?"
-                        pieces.append(rf"(?P<{name}>(?:{item})+)")
-                    else:
-                        pieces.append(rf"(?P<{name}>(?:{sep}{_value_class(op, False)})+)")
+                        pieces.append(group("explode", (op, spec), _Run(excluded, lazy), lazy))
+                        continue
+                    if op == ";":
+                        value = _Seq((self._literal("="), _Run(excluded)))
+                        item = _Seq((self._literal(";" + spec.name), _Opt(value)))
+                        pieces.append(group("explode", (op, spec), _Items(item)))
+                        continue
+                    # '.' and '/': one or more "sep value", i.e. sep then values and seps.
+                    run = _Run(bytes(c for c in excluded if c not in sep.tokens))
+                    pieces.append(group("explode", (op, spec), _Seq((sep, run))))
                     continue
-                name = group("value", (op, spec))
-                cls = _value_class(op, single, spec.prefix)
+                run = _Run(excluded + b"%" if spec.prefix else excluded, lazy, spec.prefix)
                 if op == ";":
                     # The group spans ";name[=value]" so that a bare ";name" binds "".
-                    pieces.append(rf"(?P<{name}>;{re.escape(spec.name)}(?:={cls})?)")
+                    value = _Seq((self._literal("="), run))
+                    item = _Seq((self._literal(";" + spec.name), _Opt(value)))
+                    pieces.append(group("value", (op, spec), item))
                 elif op in (".", "/"):
-                    pieces.append(rf"(?:{sep}(?P<{name}>{cls}))")
+                    pieces.append(_Seq((sep, group("value", (op, spec), run, lazy))))
                 else:
-                    pieces.append(rf"(?P<{name}>{cls})")
+                    pieces.append(group("value", (op, spec), run, lazy))
             if op in (".", "/", ";"):
                 # Every variable is introduced by its own separator; each may be absent.
-                pattern.append("".join(f"{p}?" for p in pieces))
+                nodes.extend(_Opt(p) for p in pieces)
             else:
-                body = pieces[0]
-                for p in pieces[1:]:
-                    body += rf"(?:,{p})?"
-                pattern.append(rf"(?:{first}{body})?" if first else body)
-        self._groups = groups
-        self._regex = re.compile("".join(pattern), re.DOTALL)
-        return self._regex
+                comma = self._literal(",")
+                body = _Seq((pieces[0], *(_Opt(_Seq((comma, p))) for p in pieces[1:])))
+                nodes.append(_Opt(_Seq((first, body))) if first.tokens else body)
+        return _Seq(tuple(nodes))
+
+    def _tokens(self, uri: str) -> bytes:
+        text = _NOT_URI_CHAR.sub(_OTHER, uri)
+        if "%" in text:
+            for triplet, code in self._codes.items():
+                text = text.replace(triplet, code)
+            text = _PCT_TRIPLET.sub(_TRIPLET, text)
+        return text.encode("latin-1")
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables ``uri`` binds, or ``None`` when it does not fit the template (or is
-        longer than `max_match_length`)."""
-        if self.max_match_length is not None and len(uri) > self.max_match_length:
+        """The variables ``uri`` binds, or ``None`` when it does not fit the template.
+
+        Runs in time linear in ``len(uri)`` for a given template (a few big-integer
+        operations on ``len(uri)``-bit numbers per template node, times ``log2(len(uri))``
+        for ``{;x}``, ``{.x*}``, ``{/x*}`` and ``{;x*}``), whatever the URI. When several
+        splits fit, variables are bound left to right, each taking the longest text that lets
+        the rest match (``{+var}`` and ``{#var}``: the shortest); a URI is only split between
+        pct-triplets.
+        """
+        if not (uri.startswith(self._head) and uri.endswith(self._tail)):
             return None
-        regex = self._regex or self._compile()
-        m = regex.fullmatch(uri)
-        if m is None:
+        tokens = self._tokens(uri)
+        text = _Text(tokens)
+        if not text.has(text.back(self._pattern, 1), 0):
             return None
+        spans: dict[int, tuple[int, int]] = {}
+        text.walk(self._pattern, 0, 1, spans)
+
+        def at(position: int) -> int:
+            before = tokens[:position]
+            return position + 2 * (position - len(before.translate(None, _TRIPLET_BYTES)))
+
         out: dict[str, str | list[str]] = {}
         partial: set[str] = set()
         try:
-            for index, (kind, payload) in enumerate(self._groups, start=1):
-                raw = m.group(f"g{index}")
-                if raw is None:
+            for index, (kind, payload) in enumerate(self._groups):
+                span = spans.get(index)
+                if span is None:
                     continue
+                raw = uri[at(span[0]) : at(span[1])]
                 if kind == "value":
                     op, spec = payload
                     if op == ";":
@@ -446,7 +622,10 @@ class UriTemplate:
 
 
 def _decode(raw: str) -> str:
-    return unquote(raw, errors="strict")
+    """Pct-decode ``raw`` as strict UTF-8 (`UnicodeDecodeError` otherwise), in C."""
+    if "%" not in raw:
+        return raw
+    return _decode_each([raw])[0]
 
 
 def _bind(out: dict[str, str | list[str]], partial: set[str], spec: VarSpec, value: str) -> bool:
@@ -475,43 +654,71 @@ def _bind(out: dict[str, str | list[str]], partial: set[str], spec: VarSpec, val
     return old == value
 
 
+def _decode_each(raws: list[str]) -> list[str]:
+    """`_decode` of every item, in a few passes over their text (a list may have thousands).
+
+    The items are joined with byte 0xFF, which UTF-8 text never contains (so a ``%FF`` that
+    splits an item is an error anyway), and their triplets decoded in one pass.
+    """
+    if "%" not in "".join(raws):
+        return raws
+    data = b"\xff".join([r.encode("utf-8", "surrogatepass") for r in raws])
+    data = _PCT_TRIPLET_BYTES.sub(rb"\\x", data.replace(b"\\", b"\\\\"))
+    parts = codecs.escape_decode(data)[0].split(b"\xff")
+    if len(parts) != len(raws):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    out: list[str] = []
+    for raw, part in zip(raws, parts, strict=True):
+        try:
+            out.append(part.decode("utf-8"))
+        except UnicodeDecodeError:
+            if raw.isascii() or not _has_surrogate(raw):
+                raise
+            out.append(unquote(raw, errors="strict"))  # which keeps a raw lone surrogate
+    return out
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _split_exploded(op: str, spec: VarSpec, raw: str) -> list[str] | None:
     if op in ("", "+", "#"):
-        return [_decode(v) for v in raw.split(",")] if raw else []
+        return _decode_each(raw.split(",")) if raw else []
     if op == ";":
-        values: list[str] = []
-        for item in raw.split(";")[1:]:
-            key, eq, val = item.partition("=")
-            if key != spec.name:
-                return None
-            values.append(_decode(val) if eq else "")
-        return values
-    sep = _OPS[op].sep
-    return [_decode(v) for v in raw.split(sep)[1:]]
+        lead = spec.name + "="
+        cut = len(lead)
+        items = raw.split(";")[1:]
+        values = ["" if i == spec.name else i[cut:] if i.startswith(lead) else None for i in items]
+        if None in values:
+            return None
+        return _decode_each(typing.cast(list[str], values))
+    return _decode_each(raw.split(_OPS[op].sep)[1:])
 
 
 def _bind_query(
     out: dict[str, str | list[str]], partial: set[str], specs: Iterable[VarSpec], raw: str
 ) -> bool:
     by_name = {s.name: s for s in specs}
-    if not raw:
-        return True
-    for item in raw.split("&"):
-        if not item:
-            continue
-        key, _, val = item.partition("=")
-        name = _decode(key)
-        spec = by_name.get(name)
-        if spec is None:
-            return False
-        value = _decode(val)
+    pairs = [item.partition("=") for item in raw.split("&") if item]
+    names = _decode_each([key for key, _, _ in pairs])
+    values = _decode_each([value for _, _, value in pairs])
+    if not by_name.keys() >= set(names):
+        return False
+    for name in dict.fromkeys(names):
+        spec = by_name[name]
+        given = [v for n, v in zip(names, values, strict=True) if n == name]
         if spec.explode:
             prior = out.get(name)
             if isinstance(prior, list):
-                prior.append(value)
+                prior.extend(given)
             else:
-                out[name] = [value]
-        elif not _bind(out, partial, spec, value):
+                out[name] = given
+        elif not all(_bind(out, partial, spec, v) for v in dict.fromkeys(given)):
             return False
     return True
 

@@ -332,6 +332,12 @@ class Server:
         Options: ``name``, ``title``, ``description`` (default: the docstring),
         ``mime_type``, ``annotations``, ``icons``, ``size``, ``meta``, and the caching
         hints of its reads ``ttl_ms``/``cache_scope``. See `mcpline.server.resources`.
+
+        Variables arrive pct-decoded. Path-segment variables (``{name}``, ``{.x}``, ``{/x}``,
+        ``{/x*}``, ``{;x}``) never contain ``/`` or ``\\``: a URI with ``%2F`` in one is not
+        found. ``{+path}``, ``{#x}`` and query variables may hold ``../..``: turn them into
+        file paths with ``mcpline.safe_path(root, path)``, which raises `PathEscapeError`
+        (answered as resource-not-found) for anything outside ``root``.
         """
 
         def register(fn: F) -> F:

@@ -6,6 +6,11 @@ function converted to the annotated types (``def item(id: int)``). What the func
 returns becomes ``contents``: ``str`` → text, ``bytes`` → base64 ``blob``, a contents dict
 (``{"text": …}``/``{"blob": …}``) as is, a list of those for several entries, anything
 else → its JSON text (``application/json``).
+
+Path traversal: variables matched out of the path — ``{x}``, ``{.x}``, ``{/x}``, ``{/x*}``,
+``{;x}`` — never contain ``/`` or ``\\`` (a URI that puts ``%2F`` or ``%5C`` in one matches
+nothing, so the read fails with resource-not-found). ``{+x}``, ``{#x}`` and query variables
+can; build file paths from them with `safe_path`, which refuses a path outside its root.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ from __future__ import annotations
 import base64
 import inspect
 import logging
+import os
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import msgspec
 
 from ..jsonrpc import INVALID_PARAMS, JsonRpcError
-from ..protocol.uritemplate import UriTemplate
+from ..protocol.uritemplate import Expression, UriTemplate
 from . import schema as _schema
 from .context import Context
 from .tools import wants_context
@@ -43,6 +50,39 @@ class ResourceNotFoundError(JsonRpcError):
         self.uri = uri
 
 
+class PathEscapeError(ValueError):
+    """`safe_path` refused a value: the path it names is not inside the root.
+
+    Raised from a resource function, it answers ``resources/read`` as `ResourceNotFoundError`.
+    """
+
+
+def safe_path(root: str | os.PathLike[str], value: str | list[str]) -> Path:
+    """``root / value`` resolved, after making sure it stays inside ``root``.
+
+    ``value`` is a relative path (``{+path}``) or a list of segments (``{/path*}``). Raises
+    `PathEscapeError` for a NUL byte, a ``..`` segment, an absolute path (``/etc``), a
+    Windows drive or UNC path (``C:x``, ``\\\\host\\share``), or a path that leaves ``root``
+    through a symbolic link. The file itself need not exist.
+    """
+    segments = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(v, str) for v in segments):
+        raise TypeError("safe_path takes a str or a list of str")
+    text = "/".join(segments)
+    if "\0" in text:
+        raise PathEscapeError(f"{text!r} contains a NUL byte")
+    windows = PureWindowsPath(text)
+    if PurePosixPath(text).is_absolute() or windows.drive or windows.root:
+        raise PathEscapeError(f"{text!r} is not a relative path")
+    if ".." in text.replace("\\", "/").split("/"):
+        raise PathEscapeError(f"{text!r} climbs out with '..'")
+    base = Path(root).resolve()
+    path = (base / text).resolve()
+    if not path.is_relative_to(base):
+        raise PathEscapeError(f"{text!r} leads outside {str(root)!r}")
+    return path
+
+
 @dataclass
 class Resource:
     """A registered static resource or template; `definition` is what the list shows."""
@@ -60,6 +100,8 @@ class Resource:
     cache_scope: str | None = None
     list_params: frozenset[str] = field(default_factory=frozenset)
     """Template variables annotated as lists (a plain ``{var}`` arrives comma-joined)."""
+    segment_params: frozenset[str] = field(default_factory=frozenset)
+    """Template variables that stand for one path segment (see `segment_variables`)."""
 
     @property
     def is_template(self) -> bool:
@@ -68,6 +110,38 @@ class Resource:
     @property
     def name(self) -> str:
         return str(self.definition["name"])
+
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
+        """The template variables ``uri`` binds, or ``None`` when it does not fit (a path
+        separator decoded into a path-segment variable does not fit)."""
+        if self.template is None:
+            return None
+        values = self.template.match(uri)
+        if values is None or any(
+            _carries_separator(values[name]) for name in self.segment_params if name in values
+        ):
+            return None
+        return values
+
+
+SEGMENT_OPERATORS = ("", ".", "/", ";")
+SEPARATORS = ("/", "\\")
+
+
+def segment_variables(template: UriTemplate) -> frozenset[str]:
+    """Variables of ``template`` in path-segment position (``{x}``, ``{.x}``, ``{/x}``,
+    ``{/x*}``, ``{;x}``): their values never carry a path separator."""
+    return frozenset(
+        spec.name
+        for part in template.parts
+        if isinstance(part, Expression) and part.operator in SEGMENT_OPERATORS
+        for spec in part.variables
+    )
+
+
+def _carries_separator(value: str | list[str]) -> bool:
+    items = [value] if isinstance(value, str) else value
+    return any(sep in item for item in items for sep in SEPARATORS)
 
 
 def _constant(value: Any) -> Callable[[], Any]:
@@ -184,6 +258,7 @@ def make_resource(
         ttl_ms=ttl_ms,
         cache_scope=cache_scope,
         list_params=frozenset(list_params),
+        segment_params=segment_variables(template) if template else frozenset(),
     )
 
 
@@ -275,15 +350,16 @@ class Resources:
         """The resource serving ``uri`` and the typed arguments for its function.
 
         An exact static URI wins; then templates in registration order. A URI that fits a
-        template but whose variables do not convert is reported if nothing else matches.
+        template but whose variables do not convert is reported if nothing else matches. A
+        path-segment variable (`segment_variables`) whose decoded value contains ``/`` or
+        ``\\`` does not fit.
         """
         res = self.static.get(uri)
         if res is not None:
             return res, {}
         problem: str | None = None
         for res in self.templates.values():
-            assert res.template is not None and res.signature is not None
-            values = res.template.match(uri)
+            values = res.match(uri)
             if values is None:
                 continue
             try:
@@ -298,10 +374,7 @@ class Resources:
         """Whether updates of ``uri`` (or of resources under it) can be reported."""
         if uri in self.static:
             return True
-        if any(
-            r.template is not None and r.template.match(uri) is not None
-            for r in self.templates.values()
-        ):
+        if any(r.match(uri) is not None for r in self.templates.values()):
             return True
         prefix = uri.rstrip("/") + "/"
         return any(u.startswith(prefix) for u in self.static)
@@ -338,8 +411,9 @@ async def read(
 ) -> list[dict[str, Any]]:
     """Run the resource function and shape its contents.
 
-    `FileNotFoundError` becomes not-found; every other exception propagates (so the
-    framework can turn `InputRequired` into an MRTR result and failures into -32603).
+    `FileNotFoundError` and `PathEscapeError` become not-found; every other exception
+    propagates (so the framework can turn `InputRequired` into an MRTR result and failures
+    into -32603).
     """
     if res.context_param:
         kwargs[res.context_param] = ctx
@@ -350,7 +424,7 @@ async def read(
             value = await run_sync(lambda: res.fn(**kwargs))
         if inspect.isawaitable(value):
             value = await value
-    except FileNotFoundError:
+    except (FileNotFoundError, PathEscapeError):
         raise ResourceNotFoundError(uri) from None
     if isinstance(value, BaseException):
         raise value
