@@ -293,3 +293,16 @@ def test_demo_works_without_the_source_tree(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "starting built-in" in proc.stdout and "Cannot divide by zero" in proc.stdout
+
+
+def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import mcpline_no_such_module_anywhere\n")
+    t0 = time.monotonic()
+    proc = cli("tools", "--", PY, str(bad))
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_line_error(proc)
+    assert "before answering its first request" in line
+    assert "ModuleNotFoundError: No module named 'mcpline_no_such_module_anywhere'" in line
+    assert elapsed < 5.0  # no restarts (they alone would take 0.2 + 0.4 + 0.8 s and 4 starts)
