@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from ..client.util import QUICKSTART, Fake
+from ..client.util import FAKE, QUICKSTART, Fake
+from ..proc import FIXTURES
 
 MCPLINE = str(Path(sys.executable).with_name("mcpline"))
 PY = sys.executable
@@ -293,3 +294,43 @@ def test_demo_works_without_the_source_tree(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "starting built-in" in proc.stdout and "Cannot divide by zero" in proc.stdout
+
+
+def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import mcpline_no_such_module_anywhere\n")
+    t0 = time.monotonic()
+    proc = cli("tools", "--", PY, str(bad))
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_line_error(proc)
+    assert "before answering its first request" in line
+    assert "ModuleNotFoundError: No module named 'mcpline_no_such_module_anywhere'" in line
+    assert elapsed < 5.0  # no restarts (they alone would take 0.2 + 0.4 + 0.8 s and 4 starts)
+
+
+TIMEOUT_SERVER = str(FIXTURES / "timeout_server.py")
+
+
+@pytest.mark.parametrize(
+    ("command", "server", "flags"),
+    [
+        (["call", "nap"], [PY, TIMEOUT_SERVER, "sleep"], ""),
+        (["tools"], [PY, TIMEOUT_SERVER, "mute"], ""),
+        (["discover"], [PY, TIMEOUT_SERVER, "mute"], ""),
+        (["call", "slow"], [PY, str(FAKE)], "ignore-eof,ignore-term"),
+    ],
+    ids=["tool-sleeps-60s", "never-answers-discover", "discover-never-answered", "stubborn"],
+)
+def test_timeout_is_an_overall_deadline(
+    tmp_path: Path, command: list[str], server: list[str], flags: str
+) -> None:
+    fake = Fake(tmp_path, flags)
+    if flags:
+        server = [*server, flags]
+    t0 = time.monotonic()
+    proc = cli(*command, "--timeout", "1", "--", *server, env={**os.environ, **fake.env})
+    wall = time.monotonic() - t0
+    assert proc.returncode == 2 and "timed out" in one_line_error(proc)
+    # 1 s of requests, then at most 1 s of stdin grace, 1 s after SIGTERM and the SIGKILL
+    assert wall <= 5.0, f"--timeout 1 took {wall:.1f}s"

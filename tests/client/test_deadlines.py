@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from mcpline import Client
 from mcpline.client import RequestTimeout
 
+from ..proc import FIXTURES
 from .util import Fake, run
 
 
@@ -47,3 +49,24 @@ def test_each_request_times_out_at_its_own_deadline(tmp_path: Path) -> None:
     assert ended["short"] < 1.5 and ended["middle"] < 3.0 and ended["long"] < 6.0
     cancelled = [m for m in fake.received() if m.get("method") == "notifications/cancelled"]
     assert len(cancelled) == 3
+
+
+def test_client_deadline_bounds_the_probe_the_fallback_and_the_requests(tmp_path: Path) -> None:
+    """A server that answers nothing: the per-request timeout and the 5 s probe would each
+    take longer than the deadline; the deadline ends it, and later requests fail at once."""
+    mute = [str(FIXTURES / "timeout_server.py"), "mute"]
+
+    async def main() -> None:
+        async with Client.stdio(
+            sys.executable, mute, timeout=30, deadline=1.0, close_grace=0.5
+        ) as c:
+            t0 = time.monotonic()
+            with pytest.raises(RequestTimeout, match="deadline of 1s"):
+                await c.list_tools()
+            assert time.monotonic() - t0 < 3.0  # 1 s, then the half-started server's shutdown
+            t1 = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await c.discover()
+            assert time.monotonic() - t1 < 0.5
+
+    run(main())

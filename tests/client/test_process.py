@@ -3,6 +3,7 @@ termination, no zombies, and servers not outliving a dead host."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from mcpline.client import Client
 
+from ..proc import FIXTURES
 from .util import QUICKSTART, Fake, kill_if_alive, pid_alive, run, wait_dead
 
 
@@ -157,3 +159,68 @@ def test_sigterm_not_needed_for_wellbehaved_group(tmp_path: Path) -> None:
         assert not pid_alive(fake.pid())
 
     run(main())
+
+
+def test_descendant_that_called_setsid_is_ended_too(tmp_path: Path) -> None:
+    pidfile = tmp_path / "setsid.pid"
+
+    async def main() -> int:
+        env = {"SETSID_PIDFILE": str(pidfile)}
+        async with Client.stdio(
+            sys.executable, [str(FIXTURES / "setsid_server.py")], env=env, term_grace=1.0
+        ) as c:
+            assert (await c.call_tool("ping"))["content"][0]["text"] == "pong"
+            deadline = time.monotonic() + 10
+            while not pidfile.exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            escaped = int(pidfile.read_text())
+            assert os.getsid(escaped) == escaped != c.pid  # its own session and group
+        return escaped
+
+    escaped = run(main())
+    try:
+        assert wait_dead(escaped, 5.0), "the setsid descendant outlived the client"
+    finally:
+        kill_if_alive(escaped)
+
+
+SETSID_HOST = r"""
+import asyncio, sys
+from mcpline.client import Client
+
+async def main():
+    c = Client.stdio(sys.executable, [sys.argv[1]])
+    await c.call_tool("ping")
+    print("ready", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def test_setsid_descendant_does_not_outlive_a_killed_host(tmp_path: Path) -> None:
+    pidfile = tmp_path / "setsid.pid"
+    env = {**os.environ, "SETSID_PIDFILE": str(pidfile), "SETSID_LINGER": "1"}
+    host = subprocess.Popen(
+        [sys.executable, "-c", SETSID_HOST, str(FIXTURES / "setsid_server.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    escaped = 0
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + 10
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        escaped = int(pidfile.read_text())
+        host.kill()  # no chance to clean up: only the watchdog is left
+        host.wait(5)
+        assert wait_dead(escaped, 10.0), "the setsid descendant outlived its host"
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait(5)
+        if escaped:
+            kill_if_alive(escaped)

@@ -121,6 +121,30 @@ def test_declined_elicitation() -> None:
     run(body, rec)
 
 
+def test_conformance_tools_call_elicitation() -> None:
+    """The 2025-11-25 conformance scenario ``tools-call-elicitation``: its client answers
+    ``{username, email}`` whatever the requested schema (ours asks for ``response``). One
+    dialog, then a result with content, not 16 dialogs and an error."""
+    asked: list[Any] = []
+
+    async def elicit(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.requested_schema)
+        return types.ElicitResult(
+            action="accept", content={"username": "testuser", "email": "test@example.com"}
+        )
+
+    rec = Recorder()
+    rec.elicit = elicit  # type: ignore[method-assign]
+
+    async def body(s: ClientSession) -> None:
+        result = await s.call_tool("test_elicitation", {"message": "Please provide your info"})
+        assert result.is_error and result.content
+        assert "did not match the requested schema" in result.content[0].text
+
+    run(body, rec)
+    assert len(asked) == 1
+
+
 def test_ping_logging_resources_and_prompts() -> None:
     rec = Recorder()
 

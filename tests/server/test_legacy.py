@@ -303,6 +303,37 @@ def test_client_error_or_bad_answer_is_a_tool_error(srv: ServerProcess) -> None:
     assert resp["error"]["code"] == -32603
 
 
+def test_answer_that_does_not_fit_the_schema_is_not_asked_again(srv: ServerProcess) -> None:
+    initialize(srv, ALL)
+
+    def wrong(req: dict[str, Any]) -> dict[str, Any]:
+        return {"result": {"action": "accept", "content": {"username": "u", "email": "e@x"}}}
+
+    resp, _, asked = exchange(srv, legacy_request(srv, "tools/call", {"name": "greet"}), wrong)
+    assert [a["method"] for a in asked] == ["elicitation/create"]
+    assert resp["result"]["isError"] is True
+    text = resp["result"]["content"][0]["text"]
+    assert "did not match the requested schema" in text
+    assert 'content: "name" is a required property' in text
+    resp, _, asked = exchange(
+        srv,
+        legacy_request(srv, "tools/call", {"name": "greet"}),
+        lambda r: {"result": {"action": "accept", "content": {"name": 5}}},
+    )
+    assert (
+        len(asked) == 1
+        and 'content/name: 5 is not of type "string"' in (resp["result"]["content"][0]["text"])
+    )
+    # not a tool: the client's bad answer is -32602, never -32603
+    resp, _, asked = exchange(srv, legacy_request(srv, "prompts/get", {"name": "p"}), wrong)
+    assert len(asked) == 1 and resp["error"]["code"] == -32602
+    assert resp["error"]["data"]["inputKey"] == "topic"
+    # the session goes on: a fitting answer completes
+    assert call(srv, "tools/call", {"name": "greet"}, accept_name)["result"]["content"] == [
+        {"type": "text", "text": "Hello, Ada!"}
+    ]
+
+
 def test_cancelling_the_request_cancels_our_request(srv: ServerProcess) -> None:
     initialize(srv, ALL)
     rid = legacy_request(srv, "tools/call", {"name": "slow_elicit"})

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+
+from mcpline.client import Client, ServerError
 
 from ..proc import FIXTURES, ServerProcess
 
@@ -336,9 +340,28 @@ def test_unhashable_action_for_a_recorded_key_is_32602(srv: ServerProcess) -> No
     assert "step1" in err["message"]
 
 
-def test_content_that_does_not_fit_the_schema_is_asked_again(srv: ServerProcess) -> None:
-    r = result(call(srv, "greet", caps=ELICIT_CAPS, inputResponses={"who": accept(name=5)}))
-    assert r["resultType"] == "input_required"
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"name": 5}, 'content/name: 5 is not of type "string"'),
+        ({"username": "testuser"}, 'content: "name" is a required property'),
+    ],
+)
+def test_content_that_does_not_fit_the_schema_is_32602_not_asked_again(
+    srv: ServerProcess, content: dict[str, Any], problem: str
+) -> None:
+    first = result(call(srv, "greet", caps=ELICIT_CAPS))
+    assert list(first["inputRequests"]) == ["who"]  # the one and only question
+    bad = {"who": {"action": "accept", "content": content}}
+    err = error(call(srv, "greet", caps=ELICIT_CAPS, inputResponses=bad), -32602)
+    assert "inputResponses['who'] does not match the requested schema" in err["message"]
+    assert problem in err["message"]
+    assert err["data"] == {"inputKey": "who", "problems": [problem]}
+    # declining needs no content, and a fitting answer still completes
+    declined = {"who": {"action": "decline"}}
+    assert text_of(call(srv, "greet", caps=ELICIT_CAPS, inputResponses=declined)) == (
+        "No name (decline)."
+    )
 
 
 def test_several_inputs_at_once(srv: ServerProcess) -> None:
@@ -442,3 +465,28 @@ def test_input_required_refuses_nonsense() -> None:
         InputRequired({"": elicit("m", {"x": str})})
     with pytest.raises(ValueError):
         InputRequest("tools/call", {})
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_our_client_answering_off_schema_is_asked_once_in_either_era(era: str) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"username": "u"}}
+
+    async def main() -> Any:
+        async with Client.stdio(sys.executable, [str(SERVER)], era=era, on_elicit=on_elicit) as c:
+            try:
+                return await c.call_tool("greet", timeout=30)
+            except ServerError as exc:
+                return exc
+
+    outcome = asyncio.run(asyncio.wait_for(main(), 60))
+    assert len(asked) == 1
+    if era == "modern":
+        assert isinstance(outcome, ServerError) and outcome.code == -32602
+        assert "does not match the requested schema" in outcome.message
+    else:
+        assert outcome["isError"] is True
+        assert "did not match the requested schema" in outcome["content"][0]["text"]

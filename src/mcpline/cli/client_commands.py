@@ -69,7 +69,8 @@ def _common(p: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="per-request timeout (default 60)",
+        help="deadline for the command's requests, server start and era probe included "
+        "(default 60)",
     )
     o.add_argument(
         "--era",
@@ -204,6 +205,10 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
     options: dict[str, Any] = {
         "timeout": args.timeout,
         "max_timeout": max(600.0, args.timeout),
+        "deadline": None if args.command == "listen" else args.timeout,
+        "probe_timeout": min(5.0, args.timeout / 2),
+        "close_grace": 1.0,
+        "term_grace": 1.0,
         "era": args.era,
         "client_info": {"name": "mcpline-cli", "version": _version()},
         **extra,

@@ -7,9 +7,9 @@ import contextlib
 import itertools
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..jsonrpc import RequestId
 from ..protocol.versions import (
@@ -23,7 +23,14 @@ from ..protocol.versions import (
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
-from .errors import ClientClosed, ClientError, ConnectionLost, ProtocolError, ServerError
+from .errors import (
+    ClientClosed,
+    ClientError,
+    ConnectionLost,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
 from .session import NotificationCallback, ProgressCallback, Session, Trace
 
@@ -47,6 +54,7 @@ IDEMPOTENT_METHODS = frozenset(
 
 
 _UNSET: Any = object()
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,10 @@ class Client:
     A crashed server is restarted (sockets: reconnected) at most ``max_restarts`` times in
     a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds;
     a server that had been up for ``stable_after`` seconds before it died starts a new row.
+    ``deadline`` (seconds, counted from the first request or `start`) bounds everything the
+    client does for requests — starting the server, the era probe and fallback, restarts and
+    the requests themselves — for one-shot use such as the command line; past it a request
+    raises `RequestTimeout`. Shutdown is bounded by ``close_grace`` and ``term_grace``.
     """
 
     def __init__(
@@ -101,6 +113,7 @@ class Client:
         client_info: dict[str, Any] | None = None,
         timeout: float = 60.0,
         max_timeout: float = 600.0,
+        deadline: float | None = None,
         probe_timeout: float = 5.0,
         era: str = "auto",
         on_elicit: InputHandler | None = None,
@@ -139,6 +152,8 @@ class Client:
         self.client_info = dict(client_info or CLIENT_INFO)
         self.timeout = timeout
         self.max_timeout = max_timeout
+        self.deadline = deadline
+        self._deadline_at: float | None = None
         self.probe_timeout = probe_timeout
         self.era = era
         self.handlers = InputHandlers(on_elicit, on_sample, on_roots, tuple(elicitation_modes))
@@ -198,7 +213,22 @@ class Client:
 
     async def start(self) -> ServerDescription:
         """Start the server (and learn its era) now rather than at the first request."""
-        return (await self._ensure_link()).description
+        return (await self._within("start", self._ensure_link())).description
+
+    async def _within(self, what: str, work: Awaitable[T]) -> T:
+        """``work`` bounded by what is left of ``deadline`` (unbounded without one)."""
+        if self.deadline is None:
+            return await work
+        loop = asyncio.get_running_loop()
+        if self._deadline_at is None:
+            self._deadline_at = loop.time() + self.deadline
+        try:
+            return await asyncio.wait_for(work, max(0.0, self._deadline_at - loop.time()))
+        except asyncio.TimeoutError:
+            stage = "" if self._link is not None else " (starting the server, learning its era)"
+            raise RequestTimeout(
+                f"{what} timed out{stage}: the client's deadline of {self.deadline:g}s passed"
+            ) from None
 
     @property
     def description(self) -> ServerDescription | None:
@@ -438,6 +468,19 @@ class Client:
             idempotent = method in IDEMPOTENT_METHODS
         t = self.timeout if timeout is _UNSET else timeout
         mt = self.max_timeout if max_timeout is _UNSET else max_timeout
+        return await self._within(
+            method, self._request(method, params, t, mt, on_progress, idempotent)
+        )
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        t: float | None,
+        mt: float | None,
+        on_progress: ProgressCallback | None,
+        idempotent: bool,
+    ) -> dict[str, Any]:
         resent = 0
         while True:
             link = await self._ensure_link()
@@ -483,7 +526,7 @@ class Client:
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""
-        link = await self._ensure_link()
+        link = await self._within("server/discover", self._ensure_link())
         if refresh and link.description.era == MODERN:
             result = await self.request("server/discover")
             if not era_mod.is_discover_result(result):

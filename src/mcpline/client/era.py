@@ -134,6 +134,8 @@ async def probe(
         except RequestTimeout:
             raise FallBack(f"no answer to server/discover within {timeout:g}s") from None
         except ConnectionLost as exc:
+            if not exc.retriable:  # e.g. it failed at start-up: no era is to blame
+                raise
             raise FallBack(f"the server went away during the probe ({exc})", died=True) from None
         except ServerError as exc:
             if exc.code not in MODERN_ERROR_CODES:

@@ -1,8 +1,18 @@
 """Launching a stdio server: its own process group, continuous stderr draining, the
-binding's shutdown sequence, and a watchdog so servers die with their host."""
+binding's shutdown sequence, and a watchdog so servers die with their host.
+
+A server that dies before it answers anything and without having read its input (a syntax
+or import error, a script that never serves, a wrapper whose command is missing) is a
+start-up failure: its loss is not retriable and carries the tail of its stderr. A server
+that read its first request and then died may be a legacy server that exits on unknown
+traffic, or a flaky one: that loss stays retriable. Whether the input was read is told by
+the bytes still waiting in the server's stdin pipe (``FIONREAD``, Linux); elsewhere only a
+server that closed its stdin before we wrote to it is recognised at once.
+"""
 
 from __future__ import annotations
 
+import array
 import asyncio
 import collections
 import contextlib
@@ -18,6 +28,7 @@ from typing import Any
 
 from ..wire import LineBuffer, Oversized
 from ._watchdog import _alive as _group_alive
+from ._watchdog import descendants, running, signal_pids
 from .errors import ConnectionLost
 from .session import Session
 
@@ -26,6 +37,8 @@ stderr_log = logging.getLogger("mcpline.client.server_stderr")
 
 STDERR_LINE_LIMIT = 64 * 1024
 STDERR_TAIL = 40
+STARTUP_TAIL_LINES = 20
+STARTUP_TAIL_BYTES = 4096
 EXIT_SETTLE = 1.0
 """After the process exits, how long to wait for its stdout to close before declaring it gone."""
 
@@ -85,6 +98,20 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _unread_bytes(fd: int) -> int:
+    """Bytes written to the pipe ``fd`` (our end) that its reader has not taken yet; 0 where
+    the platform does not say (``FIONREAD`` on a pipe's write end is Linux behaviour)."""
+    try:
+        import fcntl
+        import termios
+
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, buf)
+    except (ImportError, OSError):
+        return 0
+    return buf[0]
+
+
 class _StderrDrain:
     """Splits stderr into bounded lines for a callback (or `logging`) and keeps a short tail."""
 
@@ -93,6 +120,7 @@ class _StderrDrain:
         self.callback = callback
         self.lines = LineBuffer(STDERR_LINE_LIMIT)
         self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self.closed = asyncio.Event()
 
     def feed(self, data: bytes) -> None:
         for item in self.lines.feed(data):
@@ -101,6 +129,7 @@ class _StderrDrain:
     def eof(self) -> None:
         for item in self.lines.eof():
             self._emit(item)
+        self.closed.set()
 
     def _emit(self, item: bytes | Oversized) -> None:
         if isinstance(item, Oversized):
@@ -116,9 +145,11 @@ class _StderrDrain:
         else:
             stderr_log.info("[%s] %s", self.label, text)
 
-    def summary(self, lines: int = 5) -> str:
-        tail = list(self.tail)[-lines:]
-        return " | ".join(t.strip()[:300] for t in tail if t.strip())
+    def summary(self, lines: int = 5, limit: int = 300) -> str:
+        """The last ``lines`` non-blank lines, joined with `` | ``, each cut to ``limit``
+        characters, the whole to its last ``limit * lines``."""
+        tail = [t.strip()[:limit] for t in self.tail if t.strip()][-lines:]
+        return " | ".join(tail)[-limit * lines :]
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -178,6 +209,26 @@ class _DirectStdout(asyncio.Protocol):
         self.inner.connection_lost(exc)
 
 
+class _StdinWatch(asyncio.BaseProtocol):
+    """The server's stdin pipe: notes, as the pipe is lost and before its fd is closed,
+    whether the server left our bytes unread."""
+
+    def __init__(self, inner: asyncio.BaseProtocol, channel: ProcessChannel, fd: int) -> None:
+        self.inner = inner
+        self.channel = channel
+        self.fd = fd
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.channel._stdin_lost(_unread_bytes(self.fd))
+        self.inner.connection_lost(exc)
+
+
 class ProcessChannel:
     """A running stdio server. Create with `start`; end with `aclose`."""
 
@@ -204,6 +255,9 @@ class ProcessChannel:
         self._protocol: _Protocol | None = None
         self._settle: asyncio.TimerHandle | None = None
         self._closed = False
+        self._wrote = False
+        self._input_unread: bool | None = None
+        """Set when stdin is lost: did the server leave our input unread?"""
 
     @classmethod
     async def start(
@@ -255,6 +309,10 @@ class ProcessChannel:
         ):
             # Before any await: chunks queued by the transport so far still come first.
             stdout.set_protocol(_DirectStdout(inner, chan))  # type: ignore[arg-type]
+        stdin = transport.get_pipe_transport(0)
+        pipe = stdin.get_extra_info("pipe") if stdin is not None else None
+        if stdin is not None and pipe is not None and not stdin.is_closing():
+            stdin.set_protocol(_StdinWatch(stdin.get_protocol(), chan, pipe.fileno()))
         chan.pid = transport.get_pid()
         chan.pgid = chan.pid  # start_new_session makes it the leader of its own group
         if watchdog and os.name == "posix":
@@ -267,8 +325,17 @@ class ProcessChannel:
     def write(self, data: bytes) -> None:
         pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
         if pipe is None or pipe.is_closing() or self.exited.done():
+            if not self._wrote and not self.closing:
+                # Gone before we wrote a byte: the end of its output reports the start-up
+                # failure, with the exit status and stderr this error could not yet quote.
+                self._wrote = self._input_unread = True
+                return
             raise ConnectionLost(f"{self.label}: cannot write, the server's stdin is closed")
+        first = not self._wrote
+        self._wrote = True
         pipe.write(data)  # type: ignore[attr-defined]
+        if first and pipe.is_closing():  # the very first write found no reader
+            self._input_unread = True
 
     async def drain(self) -> None:
         if self._protocol is not None and not self._protocol.can_write.is_set():
@@ -285,7 +352,7 @@ class ProcessChannel:
     def returncode(self) -> int | None:
         return self._transport.get_returncode() if self._transport is not None else None
 
-    def _describe_exit(self) -> str:
+    def _describe_exit(self, *, with_stderr: bool = True) -> str:
         rc = self.returncode
         if rc is None:
             what = f"{self.label} closed its stdout"
@@ -297,24 +364,53 @@ class ProcessChannel:
             what = f"{self.label} was killed by {name}"
         else:
             what = f"{self.label} exited with code {rc}"
-        tail = self.stderr.summary()
+        tail = self.stderr.summary() if with_stderr else ""
         return f"{what}; stderr: {tail}" if tail else what
+
+    def _stdin_lost(self, unread: int) -> None:
+        if self._input_unread is None:
+            self._input_unread = unread > 0 or not self._wrote
+
+    def never_read_input(self) -> bool:
+        """Whether the server gave up its stdin without reading what we wrote (or before we
+        wrote anything) and never answered: it failed at start-up, whatever we sent."""
+        if self.session.answered:
+            return False
+        if self._input_unread is not None:
+            return self._input_unread
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
+        return fileobj is not None and _unread_bytes(fileobj.fileno()) > 0
+
+    def _loss(self) -> ConnectionLost:
+        """Why the connection ended, as the error that fails the requests in flight."""
+        if self.closing:
+            return ConnectionLost(f"{self.label} was shut down")
+        if self.never_read_input() and self.exited.done():
+            tail = self.stderr.summary(STARTUP_TAIL_LINES, STARTUP_TAIL_BYTES // 20)
+            what = self._describe_exit(with_stderr=False)
+            return ConnectionLost(
+                f"{what} before answering its first request (it never read its input)"
+                + (f"; stderr: {tail}" if tail else "; nothing on stderr"),
+                retriable=False,
+            )
+        return ConnectionLost(self._describe_exit())
 
     def _stdout_closed(self) -> None:
         if self._settle is not None:
             self._settle.cancel()
-        if not self.exited.done() and not self.closing:
-            # Usually the exit status follows at once: wait briefly so the error can say it.
+        if self.closing:
+            self.session.eof(self._loss())
+        else:
             self.loop.create_task(self._eof_after_exit())
-            return
-        self.session.eof(self._eof_reason())
 
     async def _eof_after_exit(self) -> None:
+        """Wait briefly for the exit status and the end of stderr, which the error quotes
+        (bounded: a grandchild may hold stderr open)."""
         await self._wait_exit(0.5)
-        self.session.eof(self._eof_reason())
-
-    def _eof_reason(self) -> str:
-        return self._describe_exit() if not self.closing else f"{self.label} was shut down"
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.stderr.closed.wait(), 0.5)
+        self.session.eof(self._loss())
 
     def _process_exited(self) -> None:
         if not self.exited.done():
@@ -325,7 +421,7 @@ class ProcessChannel:
             self._settle = self.loop.call_later(EXIT_SETTLE, self._gone)
 
     def _gone(self) -> None:
-        self.session.connection_lost(ConnectionLost(self._eof_reason()))
+        self.session.connection_lost(self._loss())
 
     async def _wait_exit(self, timeout: float) -> bool:
         if self.exited.done():
@@ -337,7 +433,12 @@ class ProcessChannel:
         return True
 
     async def aclose(self) -> None:
-        """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear the rest of the tree."""
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear the rest of the tree.
+
+        The server's descendants are listed first (`descendants`: Linux ``/proc``), so that
+        those that left its process group (``setsid``) are ended too, even once the server's
+        exit has re-parented them; without ``/proc`` only the group is signalled.
+        """
         if self._closed:
             return
         self._closed = True
@@ -346,6 +447,7 @@ class ProcessChannel:
         if transport is None:
             return
         try:
+            strays = await self.loop.run_in_executor(None, descendants, self.pid)
             stdin = transport.get_pipe_transport(0)
             if stdin is not None:
                 stdin.close()
@@ -357,6 +459,7 @@ class ProcessChannel:
                     _killpg(self.pgid, signal.SIGKILL)
                     await self._wait_exit(5.0)
             await self._clear_group()
+            await self._clear_strays(strays)
         finally:
             if self._settle is not None:
                 self._settle.cancel()
@@ -378,6 +481,17 @@ class ProcessChannel:
             if not _group_alive(self.pgid):
                 return
         _killpg(self.pgid, signal.SIGKILL)
+
+    async def _clear_strays(self, strays: dict[int, int]) -> None:
+        """SIGTERM, then SIGKILL, the listed descendants still running outside the group."""
+        live = signal_pids(strays, signal.SIGTERM)
+        if live:
+            log.info("%s left %d process(es) outside its group; ending them", self.label, len(live))
+        deadline = time.monotonic() + self.term_grace
+        while live and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            live = {pid: start for pid, start in live.items() if running(pid, start)}
+        signal_pids(live, signal.SIGKILL)
 
 
 __all__ = ["ProcessChannel", "StderrCallback"]

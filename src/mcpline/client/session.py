@@ -107,6 +107,8 @@ class Session:
         self._garbage = 0
         self._unterminated = 0  # bytes received since the last newline
         self._head = b""  # the first bytes of that unterminated line
+        self.answered = False
+        """True once the server sent a response (to anything)."""
         self.closed = False
         self.close_reason: ClientError | None = None
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
@@ -137,10 +139,11 @@ class Session:
             self._discarding = True
             self._oversized(jsonrpc.scan_envelope(self._head), b"", self._unterminated)
 
-    def eof(self, reason: str = "the server closed its output") -> None:
+    def eof(self, reason: str | ClientError = "the server closed its output") -> None:
+        """The server's output ended; ``reason`` (or the error made of it) fails what waits."""
         for item in self._lines.eof():
             self._line(item)
-        self.connection_lost(ConnectionLost(reason))
+        self.connection_lost(reason if isinstance(reason, ClientError) else ConnectionLost(reason))
 
     def _line(self, item: bytes | Oversized) -> None:
         if isinstance(item, Oversized):
@@ -154,6 +157,7 @@ class Session:
         msg = jsonrpc.parse(item)
         kind = type(msg)
         if kind is jsonrpc.Response:
+            self.answered = True
             self._on_response(msg)  # type: ignore[arg-type]
         elif kind is jsonrpc.Notification:
             self._on_notification(msg.method, msg.params)  # type: ignore[union-attr]

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from .runtime import Connection
 
 
-
 def _finite(value: Any) -> bool:
     """A JSON number: int or float, not bool, not NaN or infinite."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -106,6 +105,8 @@ class Context:
         """The client's answer to ``request`` (under ``key``), or raise `InputRequired` for it.
 
         ``state`` (default: the current `state`) comes back as ``ctx.state`` on the retry.
+        A wrong answer is never asked for again and never returned: it is -32602 for a modern
+        client and an ``isError`` result for a legacy one (see `mcpline.server.mrtr.ask`).
         """
         from .mrtr import ask
 
@@ -140,8 +141,7 @@ class Context:
             return
         if not _finite(progress) or (total is not None and not _finite(total)):
             logging.getLogger("mcpline").warning(
-                "progress for request %r must be a finite number (progress=%r, total=%r); "
-                "not sent",
+                "progress for request %r must be a finite number (progress=%r, total=%r); not sent",
                 self.request_id,
                 progress,
                 total,

@@ -52,6 +52,7 @@ from .mrtr import (
     ELICIT,
     InputRequest,
     InputRequired,
+    content_problems,
     refuse,
     response_problem,
     select_requests,
@@ -80,10 +81,14 @@ _LEGACY_CAPABILITY_KEYS = (
 
 
 class ClientInputError(JsonRpcError):
-    """The client could not give the input a handler asked for (error, bad answer, timeout)."""
+    """The client could not give the input a handler asked for (error, bad answer, timeout).
 
-    def __init__(self, message: str, data: Any = None) -> None:
-        super().__init__(INTERNAL_ERROR, message, data)
+    A bad answer is the client's fault (-32602); the others are -32603. In ``tools/call``
+    either becomes an ``isError`` result.
+    """
+
+    def __init__(self, message: str, data: Any = None, code: int = INTERNAL_ERROR) -> None:
+        super().__init__(code, message, data)
 
 
 class LegacySession:
@@ -434,7 +439,18 @@ class LegacyEra:
         problem = response_problem(req.method, resp.result)
         if problem is not None:
             raise ClientInputError(
-                f"the client's answer to {req.method} is malformed: it {problem}"
+                f"the client's answer to {req.method} is malformed: it {problem}",
+                {"inputKey": key},
+                INVALID_PARAMS,
+            )
+        problems = content_problems(req, resp.result)
+        if problems:
+            # Not asked again: see `mcpline.server.mrtr.ask`.
+            raise ClientInputError(
+                f"the client's answer to {req.method} did not match the requested schema "
+                f"({'; '.join(problems)})",
+                {"inputKey": key, "problems": problems},
+                INVALID_PARAMS,
             )
         return key, resp.result
 

@@ -307,20 +307,22 @@ def check_response(key: str, method: str, value: Any) -> None:
         )
 
 
-def content_fits(request: InputRequest, answer: dict[str, Any]) -> bool:
-    """For an accepted form elicitation: does the content satisfy the requested schema?"""
+def content_problems(request: InputRequest, answer: dict[str, Any]) -> list[str]:
+    """For an accepted form elicitation: how the content breaks the requested schema, each
+    naming its field (``content/age: …``); empty when it fits or nothing is to be checked."""
     if (
         request.method != ELICIT
         or request.params.get("mode") == "url"
         or answer.get("action") != "accept"
     ):
-        return True
+        return []
     from .schema import SchemaError, Validator
 
     try:
-        return not Validator(request.params["requestedSchema"]).errors(answer.get("content", {}))
+        found = Validator(request.params["requestedSchema"]).errors(answer.get("content", {}))
     except SchemaError:
-        return True
+        return []
+    return ["content" + p.removeprefix("arguments") for p in found]
 
 
 def parse_input_responses(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -344,9 +346,20 @@ def parse_input_responses(params: Mapping[str, Any]) -> dict[str, dict[str, Any]
 def ask(ctx: Context, key: str, request: InputRequest, state: Any = MISSING) -> dict[str, Any]:
     """The client's valid answer to ``request`` under ``key``, or raise `InputRequired`.
 
-    An answer of the wrong shape is -32602; an accepted form whose content does not fit the
-    requested schema is asked again. ``state`` (default: the current ``ctx.state``) rides
-    along with the new request.
+    ``state`` (default: the current ``ctx.state``) rides along with the new request.
+
+    An answer is never asked for again because it is wrong: a client that sent a bad answer
+    once would send it again (a user would face the same dialog over and over), and the
+    protocol has no way to say what was wrong with it. So an answer of the wrong shape, or an
+    accepted form whose content breaks the requested schema, never reaches the handler:
+
+    * modern era: the retry is -32602 Invalid params, naming the input key and the field;
+    * legacy era (the server asked with a real ``elicitation/create``): ``tools/call`` ends
+      with an ``isError`` result saying that the client's answer did not match the requested
+      schema; ``prompts/get`` and ``resources/read`` end with -32602.
+
+    Either way the handler sees only answers that fit. A missing answer is asked for (the
+    retry simply lacked it).
     """
     return ask_all(ctx, {key: request}, state)[key]
 
@@ -361,8 +374,15 @@ def ask_all(
         if answer is None:
             continue
         check_response(key, request.method, answer)
-        if content_fits(request, answer):
-            got[key] = answer
+        problems = content_problems(request, answer)
+        if problems:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Invalid params: inputResponses[{key!r}] does not match the requested schema: "
+                + "; ".join(problems),
+                {"inputKey": key, "problems": problems},
+            )
+        got[key] = answer
     if len(got) == len(requests):
         return got
     raise InputRequired(requests, ctx.state if state is MISSING else state)
