@@ -98,6 +98,8 @@ class _ServerProtocol(asyncio.Protocol):
             self._write,
             pause_reading=transport.pause_reading,  # type: ignore[attr-defined]
             resume_reading=transport.resume_reading,  # type: ignore[attr-defined]
+            buffered=transport.get_write_buffer_size,  # type: ignore[attr-defined]
+            abort=transport.abort,  # type: ignore[attr-defined]
             name=f"socket {peer}",
         )
         task = asyncio.get_running_loop().create_task(self._lifecycle())
