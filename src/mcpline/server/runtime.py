@@ -125,8 +125,10 @@ class Connection:
 
     def _start(self, req: Request) -> None:
         if req.id in self.inflight:
-            why = "Invalid Request: a request with this id is already in flight"
-            self.send(error_response(req.id, INVALID_REQUEST, why))
+            # Without an id: the in-flight request's own reply will carry it.
+            shown = encode(req.id)[:-1].decode()
+            why = f"Invalid Request: a request with id {shown} is already in flight"
+            self.send(error_response(None, INVALID_REQUEST, why))
             return
         try:
             ctx, awaitable = self.server.dispatch(self, req)
