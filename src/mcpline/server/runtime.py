@@ -290,10 +290,13 @@ class Connection:
         """
         if self.write_failed:
             return False
-        action = decide(kind, self.outbound(), len(data), self.server.max_outbound_bytes)
-        if action is not Action.SEND:
-            self._overflow(action)
-            return False
+        limit = self.server.max_outbound_bytes
+        waiting = self._out_bytes + self._buffered()
+        if waiting + len(data) > limit:
+            action = decide(kind, waiting, len(data), limit)
+            if action is not Action.SEND:
+                self._overflow(action)
+                return False
         self._out.append(data)
         self._out_bytes += len(data)
         if len(self.inflight) > 1:
