@@ -25,6 +25,7 @@ FLOOD = FIXTURES / "flood_server.py"
 MIB = 1024 * 1024
 RSS_LIMIT_KB = 100 * 1024
 SUB = "io.modelcontextprotocol/subscriptionId"
+ACK = "notifications/subscriptions/acknowledged"
 
 
 def memory_kb(pid: int) -> dict[str, int]:
@@ -176,9 +177,6 @@ def test_listen_flood_to_a_peer_that_stops_reading_stays_bounded(
     end = seen.index(replies["L"])
     assert all(m.get("method") is None or m["method"] == ACK for m in seen[end:]), seen[end:][:5]
     valid(seen, {"L": "subscriptions/listen", 1: "tools/call", 2: "tools/call"}, wirecheck.MODERN)
-
-
-ACK = "notifications/subscriptions/acknowledged"
 
 
 def test_legacy_session_flood_disconnects_a_peer_that_stops_reading(
