@@ -32,7 +32,14 @@ from .errors import (
     ServerError,
 )
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
-from .session import NotificationCallback, ProgressCallback, Session, Trace
+from .session import (
+    MAX_SERVER_REQUESTS,
+    CallbackTasks,
+    NotificationCallback,
+    ProgressCallback,
+    Session,
+    Trace,
+)
 
 log = logging.getLogger("mcpline.client")
 
@@ -98,6 +105,8 @@ class Client:
     client does for requests — starting the server, the era probe and fallback, restarts and
     the requests themselves — for one-shot use such as the command line; past it a request
     raises `RequestTimeout`. Shutdown is bounded by ``close_grace`` and ``term_grace``.
+    A legacy server's own requests are handled at most ``max_server_requests`` at a time
+    (more are answered -32603); `list_all` collects at most ``max_list_items`` items.
     """
 
     def __init__(
@@ -135,6 +144,8 @@ class Client:
         max_rounds: int = 8,
         trace: Trace | None = None,
         watchdog: bool = True,
+        max_server_requests: int = MAX_SERVER_REQUESTS,
+        max_list_items: int = 100_000,
     ) -> None:
         if (command is None) == (address is None):
             raise ValueError("give exactly one of command= or address=")
@@ -172,6 +183,9 @@ class Client:
         self.max_rounds = max_rounds
         self.trace = trace
         self.watchdog = watchdog
+        self.max_server_requests = max_server_requests
+        self.max_list_items = max_list_items
+        self._callbacks = CallbackTasks()
         self._ids = itertools.count(1)
         self._link: _Link | None = None
         self._opening: Any = None  # the channel whose handshake is under way
@@ -314,7 +328,12 @@ class Client:
     async def _open_link(self) -> _Link:
         label = self.address or os.path.basename(self.command or "server")
         session = Session(
-            self, ids=self._ids, max_line_bytes=self.max_line_bytes, trace=self.trace, label=label
+            self,
+            ids=self._ids,
+            max_line_bytes=self.max_line_bytes,
+            trace=self.trace,
+            label=label,
+            max_server_requests=self.max_server_requests,
         )
         channel: Any
         if self.address is not None:
@@ -411,7 +430,7 @@ class Client:
             if self.on_log is not None:
                 res = self.on_log(params)
                 if asyncio.iscoroutine(res):
-                    asyncio.get_running_loop().create_task(res)
+                    self._callbacks.run(res, "on_log")
             else:
                 level = PYTHON_LOG_LEVEL.get(str(params.get("level")), logging.INFO)
                 logging.getLogger("mcpline.client.server_log").log(
@@ -539,9 +558,19 @@ class Client:
         return link.description
 
     async def list_all(
-        self, method: str, key: str, *, timeout: float | None = _UNSET
+        self,
+        method: str,
+        key: str,
+        *,
+        timeout: float | None = _UNSET,
+        max_items: int | None = None,
     ) -> dict[str, Any]:
-        """A paginated list with every page merged into one result (cursors followed)."""
+        """A paginated list with every page merged into one result (cursors followed).
+
+        More than ``max_items`` items (default: the client's ``max_list_items``) in all is
+        a `ProtocolError`.
+        """
+        limit = self.max_list_items if max_items is None else max_items
         items: list[Any] = []
         cursor: Any = None
         seen: set[str] = set()
@@ -553,6 +582,11 @@ class Client:
             if not isinstance(page, list):
                 raise ProtocolError(f"{method}: result has no {key!r} list")
             items.extend(page)
+            if len(items) > limit:
+                raise ProtocolError(
+                    f"{method}: the server listed more than {limit} {key} "
+                    f"(max_list_items); stopped after {len(seen) + 1} pages"
+                )
             cursor = last.get("nextCursor")
             if cursor is None:
                 break
@@ -644,12 +678,14 @@ class Client:
         prompts: bool = True,
         resources: bool = True,
         resource_uris: Sequence[str] = (),
+        max_queue: int = 10_000,
     ) -> Listener:
         """An async iterator of list-changed / resource-updated notifications.
 
         The first item is the server's acknowledgement (what it agreed to send; for a legacy
         server, what its capabilities promise, marked ``synthesized``). The subscription is
-        re-established after a restart or reconnect.
+        re-established after a restart or reconnect. At most ``max_queue`` notifications wait
+        for the reader; past that the oldest is dropped (counted in `Listener.dropped`).
         """
         filt: dict[str, Any] = {}
         if tools:
@@ -660,7 +696,7 @@ class Client:
             filt["resourcesListChanged"] = True
         if resource_uris:
             filt["resourceSubscriptions"] = list(resource_uris)
-        return Listener(self, filt)
+        return Listener(self, filt, max_queue)
 
 
 _END: Any = object()
@@ -685,6 +721,8 @@ class Listener:
         self.establishments = 0
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._max_queue = max_queue
+        self.dropped = 0
+        """Notifications dropped, oldest first, because the reader fell behind."""
         self._task: asyncio.Task[None] | None = None
         self._legacy_active = False
 
@@ -729,8 +767,14 @@ class Listener:
 
     def _put(self, item: Any) -> None:
         if self._queue.qsize() >= self._max_queue:
-            log.warning("listen queue full; dropping the oldest notification")
             self._queue.get_nowait()
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning(
+                    "listen queue full (%d): dropped %d notifications so far, oldest first",
+                    self._max_queue,
+                    self.dropped,
+                )
         self._queue.put_nowait(item)
 
     def _deliver(self, method: str, params: Any, *, synthesized: bool = False) -> None:

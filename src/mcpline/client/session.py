@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,6 +30,41 @@ Trace = Callable[[str, bytes], None]
 
 HEAD_KEEP = 4096
 """How much of the start of the line in progress is kept, to tell what an over-long one is."""
+MAX_SERVER_REQUESTS = 16
+"""Server-initiated requests handled at once by default; more are refused with -32603."""
+MAX_CALLBACK_TASKS = 256
+"""Async progress/log callbacks running at once; more notifications skip their callback."""
+
+
+class CallbackTasks:
+    """Runs async callbacks (progress, log) as tasks: at most ``limit`` at once, the rest
+    skipped with a warning; a failure is logged, never left unretrieved."""
+
+    def __init__(self, limit: int = MAX_CALLBACK_TASKS) -> None:
+        self.limit = limit
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.skipped = 0
+
+    def run(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
+        if len(self.tasks) >= self.limit:
+            coro.close()
+            self.skipped += 1
+            if self.skipped == 1 or self.skipped % 1000 == 0:
+                log.warning(
+                    "%d %s callbacks are still running; skipped %d so far",
+                    self.limit,
+                    what,
+                    self.skipped,
+                )
+            return
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("an async callback failed", exc_info=task.exception())
 
 
 class Channel(Protocol):
@@ -78,7 +113,9 @@ class Session:
     """Correlates the messages of one connection. Feed it bytes; it resolves futures.
 
     ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails
-    the requests it could belong to. Garbage lines are logged and skipped.
+    the requests it could belong to. Garbage lines are logged and skipped. At most
+    ``max_server_requests`` server-initiated requests are handled at once; more are answered
+    with -32603 at once.
     """
 
     def __init__(
@@ -89,6 +126,7 @@ class Session:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         trace: Trace | None = None,
         label: str = "server",
+        max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.host = host
@@ -102,6 +140,10 @@ class Session:
         self._tokens: dict[RequestId, _Pending] = {}
         self._listeners: dict[RequestId, _Pending] = {}
         self._served: dict[RequestId, asyncio.Task[None]] = {}
+        self.max_server_requests = max_server_requests
+        self.refused = 0
+        """Server-initiated requests refused because ``max_server_requests`` were running."""
+        self.callbacks = CallbackTasks()
         self._trace = trace
         self._discarding = False
         self._garbage = 0
@@ -315,7 +357,7 @@ class Session:
                     message if isinstance(message, str) else None,
                 )
                 if asyncio.iscoroutine(res):
-                    self.loop.create_task(res)
+                    self.callbacks.run(res, "progress")
             except Exception:
                 log.exception("progress callback failed")
 
@@ -328,11 +370,25 @@ class Session:
             )
             return
         if req.id in self._served:
-            self._send(
-                jsonrpc.error_response(
-                    req.id, jsonrpc.INVALID_REQUEST, "Invalid Request: id is already in flight"
+            # Without an id: the request in flight will answer with it.
+            shown = encode(req.id)[:-1].decode()
+            why = f"Invalid Request: a request with id {shown} is already in flight"
+            self._send_quietly(jsonrpc.error_response(None, jsonrpc.INVALID_REQUEST, why))
+            return
+        if len(self._served) >= self.max_server_requests:
+            self.refused += 1
+            if self.refused == 1 or self.refused % 1000 == 0:
+                log.warning(
+                    "%s sent more than %d requests at once; refused %d so far",
+                    self.label,
+                    self.max_server_requests,
+                    self.refused,
                 )
+            why = (
+                f"Internal error: the client is already handling {self.max_server_requests} "
+                f"requests from the server; {req.method} refused"
             )
+            self._send_quietly(jsonrpc.error_response(req.id, INTERNAL_ERROR, why))
             return
         self._served[req.id] = self.loop.create_task(self._serve(req))
 
@@ -352,8 +408,7 @@ class Session:
             )
         finally:
             self._served.pop(req.id, None)
-        if not self.closed:
-            self._send(msg)
+        self._send_quietly(msg)
 
     # --- output -------------------------------------------------------------------------
 
@@ -365,6 +420,11 @@ class Session:
             self._trace("send", line[:-1])
         self.channel.write(line)
 
+    def _send_quietly(self, msg: dict[str, Any]) -> None:
+        """Send, unless the connection is gone (then there is no one to tell)."""
+        with contextlib.suppress(ClientError):
+            self._send(msg)
+
     async def notify(self, method: str, params: Any = jsonrpc.MISSING) -> None:
         self._send(jsonrpc.notification(method, params))
         if self.channel is not None:
@@ -372,12 +432,9 @@ class Session:
 
     def cancel_quietly(self, rid: RequestId, reason: str) -> None:
         """Send ``notifications/cancelled`` for ``rid``, ignoring a dead connection."""
-        with contextlib.suppress(ClientError):
-            self._send(
-                jsonrpc.notification(
-                    "notifications/cancelled", {"requestId": rid, "reason": reason}
-                )
-            )
+        self._send_quietly(
+            jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+        )
 
     async def request(
         self,

@@ -28,6 +28,7 @@ from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, MRTR_METHODS, 
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .context import Context
 from .mrtr import InputRequired, refuse, run_modern
+from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 from .tools import Tool, invoke, make_tool
 from .workers import WorkerPool
 
@@ -86,6 +87,8 @@ class Server:
     ``page_size`` bounds list pages; ``list_ttl_ms``/``cache_scope`` are the caching hints
     on list results; ``max_in_flight`` pauses reading when that many requests are running;
     ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
+    ``max_outbound_bytes`` bounds what waits for a peer that does not read (see
+    `mcpline.server.outbound`);
     ``lifespan`` is an async context manager factory whose value handlers see as
     ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
     ``state_key``/``state_ttl`` seal MRTR ``requestState``, accepted once each unless
@@ -110,6 +113,7 @@ class Server:
         discover_ttl_ms: int = 0,
         max_in_flight: int = 256,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES,
         shutdown_grace: float = 0.5,
         sync_workers: int = 32,
         lifespan: Callable[[Server], contextlib.AbstractAsyncContextManager[Any]] | None = None,
@@ -127,8 +131,8 @@ class Server:
             raise ValueError("read_cache_scope must be 'public' or 'private'")
         if list_ttl_ms < 0 or discover_ttl_ms < 0 or read_ttl_ms < 0:
             raise ValueError("ttl must be >= 0")
-        if page_size < 1 or max_in_flight < 1:
-            raise ValueError("page_size and max_in_flight must be positive")
+        if page_size < 1 or max_in_flight < 1 or max_outbound_bytes < 1:
+            raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
         self.name = name
         self.version = version
         self.info: dict[str, Any] = {"name": name, "version": version}
@@ -148,6 +152,7 @@ class Server:
         self.discover_ttl_ms = discover_ttl_ms
         self.max_in_flight = max_in_flight
         self.max_line_bytes = max_line_bytes
+        self.max_outbound_bytes = max_outbound_bytes
         self.shutdown_grace = shutdown_grace
         self.sync_workers = sync_workers
         self.server_info_in_results = server_info_in_results
@@ -782,4 +787,3 @@ class Server:
             from ..transports.sockets import serve_address
 
             serve_address(self, transport, **options)
-

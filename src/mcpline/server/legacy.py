@@ -57,6 +57,7 @@ from .mrtr import (
     response_problem,
     select_requests,
 )
+from .outbound import Kind
 from .tools import error_result
 
 if TYPE_CHECKING:
@@ -141,7 +142,9 @@ class LegacyEra:
 
     ``server_info`` replaces the server's identity in the InitializeResult;
     ``request_timeout`` bounds each server-to-client request (seconds); ``max_rounds``
-    bounds how often one request may ask for input. ``on_set_level(ctx, level)`` and
+    bounds how often one request may ask for input; ``max_outstanding`` bounds the
+    server-to-client requests awaiting an answer per connection (one more fails the request
+    that wanted it, as a client that cannot give input does). ``on_set_level(ctx, level)`` and
     ``on_subscribe(ctx, uri, subscribed)`` are optional callbacks for the application.
     """
 
@@ -152,11 +155,13 @@ class LegacyEra:
         server_info: dict[str, Any] | None = None,
         request_timeout: float = 300.0,
         max_rounds: int = 16,
+        max_outstanding: int = 64,
     ) -> None:
         self.server = server
         self.server_info = server_info
         self.request_timeout = request_timeout
         self.max_rounds = max_rounds
+        self.max_outstanding = max_outstanding
         self.on_set_level: Callable[[Context, str], Any] | None = None
         self.on_subscribe: Callable[[Context, str, bool], Any] | None = None
         self.methods: dict[
@@ -460,13 +465,22 @@ class LegacyEra:
         """Send one request to the client and await its response (at most ``request_timeout`` s).
 
         If the request that needed it is cancelled, the client is told with
-        ``notifications/cancelled``; a timeout does the same and raises `ClientInputError`.
+        ``notifications/cancelled``; a timeout does the same and raises `ClientInputError`,
+        as do ``max_outstanding`` requests already waiting and a client that is not reading.
         """
         conn = ctx._conn
+        if len(session.pending) >= self.max_outstanding:
+            raise ClientInputError(
+                f"too many requests to the client await an answer ({len(session.pending)}, "
+                f"limit {self.max_outstanding}); {method} was not sent"
+            )
         rid = session.next_id()
         fut: asyncio.Future[Response] = conn.loop.create_future()
+        if not conn.send(jsonrpc.request(rid, method, params), Kind.PEER_REQUEST):
+            raise ClientInputError(
+                f"the client is not reading what this server writes; {method} was not sent"
+            )
         session.pending[rid] = fut
-        conn.send(jsonrpc.request(rid, method, params))
         try:
             with conn.waiting_on_peer(ctx):
                 return await asyncio.wait_for(fut, self.request_timeout)
@@ -486,7 +500,10 @@ class LegacyEra:
     @staticmethod
     def _cancel_client_request(conn: Connection, rid: int, reason: str) -> None:
         if not conn.closing.is_set():
-            conn.send(notification("notifications/cancelled", {"requestId": rid, "reason": reason}))
+            conn.send(
+                notification("notifications/cancelled", {"requestId": rid, "reason": reason}),
+                Kind.ADVISORY,
+            )
 
     def _on_response(self, conn: Connection, resp: Response) -> bool:
         session = self.session(conn)
@@ -512,7 +529,7 @@ class LegacyEra:
     def _on_list_changed(self, conn: Connection, kind: str) -> None:
         session = self.session(conn)
         if session is not None and session.answered:
-            conn.send(notification(f"notifications/{kind}/list_changed"))
+            conn.send(notification(f"notifications/{kind}/list_changed"), Kind.SESSION)
         if self._next_list_changed is not None:
             self._next_list_changed(conn, kind)
 
@@ -521,4 +538,6 @@ class LegacyEra:
         for conn in list(self.server.connections):
             session = self.session(conn)
             if session is not None and session.answered and uri in session.subscriptions:
-                conn.send(notification("notifications/resources/updated", {"uri": uri}))
+                conn.send(
+                    notification("notifications/resources/updated", {"uri": uri}), Kind.SESSION
+                )

@@ -1,7 +1,8 @@
 """One client connection to a `Server`: lines in, tasks run, messages out.
 
 Transport-independent: a transport feeds bytes to `data_received`/`eof_received` and gives
-the connection a `write` callable plus read pause/resume callbacks.
+the connection a `write` callable, read pause/resume callbacks, and how many bytes it holds
+unwritten (``buffered``) and how to drop the peer (``abort``) for the outbound bound.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..jsonrpc import (
 )
 from ..wire import LineBuffer, Oversized, encode
 from .context import Context
+from .outbound import Action, Kind, decide
 
 if TYPE_CHECKING:
     from .core import Server
@@ -44,6 +46,8 @@ class Connection:
         *,
         pause_reading: Callable[[], None] = lambda: None,
         resume_reading: Callable[[], None] = lambda: None,
+        buffered: Callable[[], int] = lambda: 0,
+        abort: Callable[[], None] = lambda: None,
         name: str = "stdio",
         max_line_bytes: int | None = None,
     ) -> None:
@@ -54,6 +58,8 @@ class Connection:
         self._write = write
         self._pause = pause_reading
         self._resume = resume_reading
+        self._buffered = buffered
+        self._abort = abort
         self.max_line_bytes = server.max_line_bytes if max_line_bytes is None else max_line_bytes
         """This connection's longest line; longer ones are answered with a parse error."""
         self._lines = LineBuffer(self.max_line_bytes)
@@ -67,8 +73,13 @@ class Connection:
         self.closing = asyncio.Event()
         self.write_failed = False
         self._out: list[bytes] = []
+        self._out_bytes = 0
         self._flush_scheduled = False
+        self.dropped = 0
+        """Advisory notifications not sent because the peer was not reading."""
         self.close_hooks: list[Callable[[Connection], Awaitable[None] | None]] = []
+        self.overflow_hooks: list[Callable[[Connection], None]] = []
+        """Run when a stream notification finds the outbound buffer full: end the streams."""
         self.state: dict[str, Any] = {}
         """Per-connection state for features that need it (e.g. a legacy session)."""
         server.connections.add(self)
@@ -117,8 +128,10 @@ class Connection:
 
     def _start(self, req: Request) -> None:
         if req.id in self.inflight:
-            why = "Invalid Request: a request with this id is already in flight"
-            self.send(error_response(req.id, INVALID_REQUEST, why))
+            # Without an id: the in-flight request's own reply will carry it.
+            shown = encode(req.id)[:-1].decode()
+            why = f"Invalid Request: a request with id {shown} is already in flight"
+            self.send(error_response(None, INVALID_REQUEST, why))
             return
         try:
             ctx, awaitable = self.server.dispatch(self, req)
@@ -261,26 +274,41 @@ class Connection:
 
     # --- output ---------------------------------------------------------------------------
 
-    def send(self, msg: dict[str, Any]) -> None:
-        """Write one message (raises `TypeError` if it is not JSON-encodable)."""
-        self.write(encode(msg))
+    def send(self, msg: dict[str, Any], kind: Kind = Kind.REPLY) -> bool:
+        """Write one message (raises `TypeError` if it is not JSON-encodable); see `write`."""
+        return self.write(encode(msg), kind)
 
-    def write(self, data: bytes) -> None:
-        """Write one encoded line; a closed output begins shutdown instead of raising.
+    def outbound(self) -> int:
+        """Bytes written for the peer that the kernel has not taken yet."""
+        return self._out_bytes + self._buffered()
+
+    def write(self, data: bytes, kind: Kind = Kind.REPLY) -> bool:
+        """Write one encoded line; False when it was not queued.
 
         Lines are written whole and in order. While other requests are in flight, lines
         written in one event-loop pass are coalesced into a single write at the end of it
         (one syscall for many pipelined replies); otherwise the line goes out at once.
+        Past ``Server.max_outbound_bytes`` unread bytes, `mcpline.server.outbound.decide`
+        says what happens instead; a closed output begins shutdown instead of raising.
         """
         if self.write_failed:
-            return
+            return False
+        limit = self.server.max_outbound_bytes
+        waiting = self._out_bytes + self._buffered()
+        if waiting + len(data) > limit:
+            action = decide(kind, waiting, len(data), limit)
+            if action is not Action.SEND:
+                self._overflow(action)
+                return False
         self._out.append(data)
+        self._out_bytes += len(data)
         if len(self.inflight) > 1:
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 self.loop.call_soon(self.flush)
         else:
             self.flush()
+        return not self.write_failed
 
     def flush(self) -> None:
         """Hand every coalesced line to the transport now."""
@@ -290,6 +318,7 @@ class Connection:
             return
         data = out[0] if len(out) == 1 else b"".join(out)
         out.clear()
+        self._out_bytes = 0
         if self.write_failed:
             return
         try:
@@ -298,10 +327,41 @@ class Connection:
             self.write_failed = True
             self.begin_shutdown("output closed")
 
-    def send_for(self, ctx: Context, msg: dict[str, Any]) -> None:
+    def send_for(self, ctx: Context, msg: dict[str, Any], kind: Kind = Kind.ADVISORY) -> bool:
         """Write a message that belongs to a request, unless it is already answered or cancelled."""
-        if not ctx.closed:
-            self.send(msg)
+        return not ctx.closed and self.send(msg, kind)
+
+    def _overflow(self, action: Action) -> None:
+        if action is Action.DROP:
+            if not self.dropped:
+                log.warning(
+                    "connection %s is not reading (%d bytes waiting): dropping progress and "
+                    "log notifications",
+                    self.name,
+                    self.outbound(),
+                )
+            self.dropped += 1
+        elif action is Action.END_STREAMS:
+            log.warning(
+                "connection %s is not reading (%d bytes waiting): ending its listen streams",
+                self.name,
+                self.outbound(),
+            )
+            for hook in self.overflow_hooks:
+                hook(self)
+        elif action is Action.DISCONNECT:
+            self.disconnect(f"the peer is not reading ({self.outbound()} bytes waiting)")
+
+    def disconnect(self, why: str) -> None:
+        """Drop the peer now: discard unwritten output, close the transport, shut down."""
+        if self.write_failed:
+            return
+        log.warning("connection %s closed: %s", self.name, why)
+        self.write_failed = True
+        self._out.clear()
+        self._out_bytes = 0
+        self._abort()
+        self.begin_shutdown(why)
 
     def pause_writing(self) -> None:
         """The peer is not reading: stop reading more work until it catches up."""

@@ -4,7 +4,9 @@ Each listen is identified by its request id. Its first message is the acknowledg
 the honoured filter; every notification of it carries ``_meta.subscriptionId`` = that id
 (same JSON type); types it did not ask for are never sent. ``notifications/cancelled`` ends
 it silently; when the connection closes, each open listen is answered with its graceful
-completion result before the process exits.
+completion result before the process exits. So is each listen of a peer that stops reading
+once its outbound buffer is full (`mcpline.server.outbound`): notifications are never queued
+past the bound.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..jsonrpc import (
 )
 from ..protocol.versions import SUBSCRIPTION_ID_KEY
 from .context import Context
+from .outbound import Kind
 
 if TYPE_CHECKING:
     from .core import Server
@@ -149,6 +152,7 @@ class Subscriptions:
         if not conn.state.get(STATE_KEY + ".hooked"):
             conn.state[STATE_KEY + ".hooked"] = True
             conn.close_hooks.append(self.close_all)
+            conn.overflow_hooks.append(self.close_all)
         sub = Listen(
             ctx,
             honoured,
@@ -159,7 +163,9 @@ class Subscriptions:
         table[key] = sub
         try:
             conn.send_for(
-                ctx, notification(ACKNOWLEDGED, {"_meta": sub.meta(), "notifications": honoured})
+                ctx,
+                notification(ACKNOWLEDGED, {"_meta": sub.meta(), "notifications": honoured}),
+                Kind.STREAM,
             )
             if not conn.closing.is_set():  # else the close hooks already ran: end it now
                 await sub.done
@@ -174,17 +180,19 @@ class Subscriptions:
         flag, method = LIST_CHANGED[kind]
         for sub in list(self.listens(conn).values()):
             if sub.honoured.get(flag):
-                conn.send_for(sub.ctx, notification(method, {"_meta": sub.meta()}))
+                conn.send_for(sub.ctx, notification(method, {"_meta": sub.meta()}), Kind.STREAM)
 
     def resource_updated(self, conn: Connection, uri: str) -> None:
         for sub in list(self.listens(conn).values()):
             if any(_covers(s, uri) for s in sub.uris):
                 conn.send_for(
-                    sub.ctx, notification(RESOURCE_UPDATED, {"_meta": sub.meta(), "uri": uri})
+                    sub.ctx,
+                    notification(RESOURCE_UPDATED, {"_meta": sub.meta(), "uri": uri}),
+                    Kind.STREAM,
                 )
 
     def close_all(self, conn: Connection) -> None:
-        """Close hook: answer every open listen with its graceful completion result."""
+        """Close and overflow hook: answer every open listen with its graceful completion."""
         for key, sub in list(self.listens(conn).items()):
             del self.listens(conn)[key]
             if not sub.ctx.closed:

@@ -182,6 +182,8 @@ class _ServerProtocol(asyncio.Protocol):
             self._write,
             pause_reading=transport.pause_reading,
             resume_reading=transport.resume_reading,
+            buffered=transport.get_write_buffer_size,
+            abort=transport.abort,
             name=f"socket {self.peer}",
             max_line_bytes=self.listener.max_line_bytes,
         )

@@ -160,6 +160,15 @@ class Writer:
             n = os.write(self.fd, view)
             view = view[n:]
 
+    def buffered(self) -> int:
+        """Bytes the transport holds that the pipe has not taken yet."""
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+    def abort(self) -> None:
+        """Discard what is buffered and close the output now."""
+        if self.transport is not None:
+            self.transport.abort()
+
     async def aclose(self, timeout: float = 2.0) -> None:
         """Flush what is buffered (bounded by ``timeout``) and close."""
         if self.transport is not None:
@@ -277,7 +286,12 @@ async def serve_fds(
                 held[0] = False
 
         conn = Connection(
-            server, writer.write, pause_reading=pause_reading, resume_reading=resume_reading
+            server,
+            writer.write,
+            pause_reading=pause_reading,
+            resume_reading=resume_reading,
+            buffered=writer.buffered,
+            abort=writer.abort,
         )
         writer.attach(conn)
         p, r, close_reader = await open_reader(in_fd, conn)
