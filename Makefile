@@ -20,6 +20,7 @@ test: $(BIN)/.installed
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff format --check src tests examples bench
 	$(BIN)/mypy src examples bench
 
 bench: $(BIN)/.installed

@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
             rows.append(f"| {server} | {label} | {fmt(a)} | {fmt(b)} | {a / b:.2f}× |")
     eras = {f"{k} → {s}": v[0]["era"] for (k, s), v in samples.items()}
+
     def ratio(server: str, fig: str) -> float:
         return med("mcpline", server, fig, "per_s") / med("mcp 2.3.0", server, fig, "per_s")
 

@@ -70,8 +70,19 @@ def main(argv: list[str] | None = None) -> int:
                 exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
                 flame = str(HERE / "results" / "profile.svg")
                 spy = subprocess.Popen(
-                    [exe, "record", "--pid", str(s.pid), "--threads", "--rate", "500",
-                     "--duration", str(int(args.seconds) + 1), "--output", flame],
+                    [
+                        exe,
+                        "record",
+                        "--pid",
+                        str(s.pid),
+                        "--threads",
+                        "--rate",
+                        "500",
+                        "--duration",
+                        str(int(args.seconds) + 1),
+                        "--output",
+                        flame,
+                    ],
                     stdout=subprocess.DEVNULL,
                 )
                 time.sleep(0.5)

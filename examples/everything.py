@@ -31,7 +31,8 @@ from mcpline import (
 )
 
 PNG_1x1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg"
+    "=="
 )
 WAV_MIN = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 LOGGER = "conformance-test-server"
@@ -168,9 +169,7 @@ def test_sampling(ctx: Context, prompt: Annotated[str, "The prompt to send to th
 
 
 @server.tool(description="Tests server-initiated elicitation (user input request)")
-def test_elicitation(
-    ctx: Context, message: Annotated[str, "The message to show the user"]
-) -> str:
+def test_elicitation(ctx: Context, message: Annotated[str, "The message to show the user"]) -> str:
     schema = {
         "type": "object",
         "properties": {"response": {"type": "string", "description": "User's response"}},
@@ -198,9 +197,7 @@ SEP1034_SCHEMA: dict[str, Any] = {
 }
 
 
-@server.tool(
-    description="Tests elicitation with default values per SEP-1034", input_schema=NO_ARGS
-)
+@server.tool(description="Tests elicitation with default values per SEP-1034", input_schema=NO_ARGS)
 def test_elicitation_sep1034_defaults(ctx: Context) -> str:
     request = elicit("Please review and update the form fields with defaults", SEP1034_SCHEMA)
     answer = ctx.ask("form", request)
@@ -263,7 +260,6 @@ def test_elicitation_sep1330_enums(ctx: Context) -> str:
     request = elicit("Please select options from the enum fields", SEP1330_SCHEMA)
     answer = ctx.ask("enums", request)
     return _outcome("Elicitation completed", answer)
-
 
 
 JSON_SCHEMA_2020_12: dict[str, Any] = {
@@ -420,7 +416,6 @@ def test_input_required_result_capabilities(ctx: Context) -> str:
         return "No supported capabilities declared"
     # Undeclared requests are left out rather than refused with -32021.
     raise InputRequired(wanted, {"kind": "capabilities-test"}, drop_undeclared=True)
-
 
 
 @server.tool(
@@ -588,7 +583,6 @@ def test_input_required_result_prompt(ctx: Context) -> Any:
     answer = ctx.ask("user_context", request)
     context = answer.get("content", {}).get("context", "none")
     return user(f"Prompt with context: {context}")
-
 
 
 # --- completion (the fixture answers nothing, we suggest) -------------------------------------

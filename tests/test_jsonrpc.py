@@ -100,8 +100,11 @@ def test_bad_response_ids_are_ignored_not_answered() -> None:
 def test_too_deep_request_keeps_its_id() -> None:
     deep = b"[" * 10_000 + b"]" * 10_000
     reply = invalid(b'{"jsonrpc":"2.0","id":"d","method":"m","params":' + deep + b"}").reply
-    assert reply == {"jsonrpc": "2.0", "id": "d", "error": {
-        "code": -32700, "message": "Parse error: JSON nested too deeply to process"}}
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": "d",
+        "error": {"code": -32700, "message": "Parse error: JSON nested too deeply to process"},
+    }
     reply = invalid(b'{"params":' + deep + b',"method":"m","jsonrpc":"2.0","id":12}').reply
     assert reply is not None and reply["id"] == 12
 
@@ -161,7 +164,9 @@ def test_builders() -> None:
     assert jsonrpc.request(1, "m") == {"jsonrpc": "2.0", "id": 1, "method": "m"}
     assert jsonrpc.notification("n", {}) == {"jsonrpc": "2.0", "method": "n", "params": {}}
     assert jsonrpc.error_response(None, -32600, "x") == {
-        "jsonrpc": "2.0", "error": {"code": -32600, "message": "x"}}
+        "jsonrpc": "2.0",
+        "error": {"code": -32600, "message": "x"},
+    }
     assert jsonrpc.error_response("i", 1, "m", {"d": 1})["error"]["data"] == {"d": 1}
     assert jsonrpc.result_response(1, {}) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     err = jsonrpc.JsonRpcError(-32602, "bad", None)

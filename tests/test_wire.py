@@ -116,7 +116,8 @@ def test_encode_is_one_line(value: object) -> None:
     assert raw.endswith(b"\n") and raw.count(b"\n") == 1
     assert b"\r" not in raw and b"\xe2\x80\xa8" not in raw and b"\xe2\x80\xa9" not in raw
     assert b" " not in raw.replace(b"emoji ", b"").replace(b" and ", b"").replace(
-        b"lone ", b"").replace(b" surrogate", b"")  # compact
+        b"lone ", b""
+    ).replace(b" surrogate", b"")  # compact
     decoded = json.loads(raw)
     if isinstance(value, str) and "\ud800" not in value:
         assert decoded["result"]["v"] == value

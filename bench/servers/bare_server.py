@@ -53,7 +53,7 @@ def text_result(text: str) -> dict[str, Any]:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def main() -> None:

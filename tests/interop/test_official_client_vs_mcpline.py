@@ -63,9 +63,7 @@ def test_official_client_progress_and_concurrency() -> None:
         async with Client(params) as c:
             r = await c.call_tool("progress", {"steps": 4}, progress_callback=on_progress)
             assert r.content[0].text == "done"  # type: ignore[union-attr]
-            results = await asyncio.gather(
-                *(c.call_tool("sleep", {"ms": 300}) for _ in range(10))
-            )
+            results = await asyncio.gather(*(c.call_tool("sleep", {"ms": 300}) for _ in range(10)))
             assert all(x.content[0].text == "slept 300" for x in results)  # type: ignore[union-attr]
 
     run(main())

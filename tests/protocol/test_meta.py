@@ -64,8 +64,7 @@ def test_rejections(params: Any, code: int) -> None:
         validate_request_meta(params, SUPPORTED)
     assert info.value.code == code
     if code == -32022:
-        assert info.value.data == {"supported": ["2026-07-28"],
-                                   "requested": params["_meta"][PV]}
+        assert info.value.data == {"supported": ["2026-07-28"], "requested": params["_meta"][PV]}
 
 
 def test_missing_meta_names_the_versions() -> None:

@@ -56,8 +56,13 @@ def test_cancelled_tool_is_never_answered_and_server_keeps_serving(spawn: Spawn)
     p.send(call_msg(p, "sync_sleep", {"ms": 3000}, "slow-sync"))
     time.sleep(0.2)
     for rid in ("slow", "slow-sync"):
-        p.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                "params": {"requestId": rid, "reason": "user gave up"}})
+        p.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": rid, "reason": "user gave up"},
+            }
+        )
     # Keeps serving meanwhile.
     for i in range(5):
         r = p.call("echo", {"text": f"still here {i}"})
@@ -80,8 +85,9 @@ def test_cancel_racing_completion_never_double_answers(spawn: Spawn) -> None:
     for i in range(n):
         p.send(call_msg(p, "sleep", {"ms": 5 + i % 10}, i))
         if i % 2:
-            p.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": i}})
+            p.send(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+            )
     p.send(p.request_msg("server/discover", id="fence"))
     time.sleep(0.5)
     p.send(p.request_msg("server/discover", id="fence2"))
@@ -149,10 +155,15 @@ def test_progress_and_logs_only_for_requests_that_asked(spawn: Spawn) -> None:
     """Same tool, concurrently, once with progressToken and once without: only one gets
     notifications, and they carry its token."""
     p = spawn(CORE)
-    with_token = p.request_msg("tools/call", {"name": "progress", "arguments": {"steps": 5}},
-                               id="with", progressToken="tok-1")
-    without = p.request_msg("tools/call", {"name": "progress", "arguments": {"steps": 5}},
-                            id="without")
+    with_token = p.request_msg(
+        "tools/call",
+        {"name": "progress", "arguments": {"steps": 5}},
+        id="with",
+        progressToken="tok-1",
+    )
+    without = p.request_msg(
+        "tools/call", {"name": "progress", "arguments": {"steps": 5}}, id="without"
+    )
     p.send(without)
     p.send(with_token)
     notes = []

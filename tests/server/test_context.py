@@ -17,8 +17,9 @@ LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "e
 def test_progress_strictly_increasing_before_the_response(spawn: Spawn) -> None:
     p = spawn(CORE)
     for token in ("p-1", 7):
-        resp = p.request_msg("tools/call", {"name": "progress", "arguments": {"steps": 6}},
-                             progressToken=token)
+        resp = p.request_msg(
+            "tools/call", {"name": "progress", "arguments": {"steps": 6}}, progressToken=token
+        )
         p.send(resp)
         final, notes = p.read_until(resp["id"])
         assert final["result"]["content"][0]["text"] == "done"
@@ -41,8 +42,12 @@ def test_no_progress_without_a_token(spawn: Spawn) -> None:
 
 def test_nothing_is_written_after_the_response(spawn: Spawn) -> None:
     p = spawn(CORE)
-    msg = p.request_msg("tools/call", {"name": "late_progress", "arguments": {}},
-                        progressToken="late", **{LOG_KEY: "debug"})
+    msg = p.request_msg(
+        "tools/call",
+        {"name": "late_progress", "arguments": {}},
+        progressToken="late",
+        **{LOG_KEY: "debug"},
+    )
     p.send(msg)
     final, notes = p.read_until(msg["id"])
     assert final["result"]["content"][0]["text"] == "answered"
@@ -68,7 +73,7 @@ def test_logging_only_with_log_level_and_filtered(spawn: Spawn) -> None:
     assert collect_logs(p) == []
     for threshold in ("debug", "warning", "emergency"):
         logs = collect_logs(p, **{LOG_KEY: threshold})
-        want = LEVELS[LEVELS.index(threshold):]
+        want = LEVELS[LEVELS.index(threshold) :]
         assert [entry["level"] for entry in logs] == want
         for entry in logs:
             assert entry["data"] == f"{entry['level']} message"

@@ -14,15 +14,24 @@ from mcpline.jsonrpc import JsonRpcError
 from mcpline.server.core import decode_cursor, encode_cursor
 from mcpline.server.runtime import Connection
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def test_cursor_round_trip_and_rejections() -> None:
     c = encode_cursor("tools", 100)
     assert decode_cursor("tools", c, 250) == 100
-    for bad in (c + "A", c + "==", "", "!!!", encode_cursor("prompts", 100),
-                encode_cursor("tools", 0), encode_cursor("tools", 300)):
+    for bad in (
+        c + "A",
+        c + "==",
+        "",
+        "!!!",
+        encode_cursor("prompts", 100),
+        encode_cursor("tools", 0),
+        encode_cursor("tools", 300),
+    ):
         with pytest.raises(JsonRpcError) as info:
             decode_cursor("tools", bad, 250)
         assert info.value.code == -32602
@@ -57,9 +66,17 @@ def make_server(limit: int) -> Server:
 
 
 def call(id: Any, ms: int) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                       "params": {"_meta": META, "name": "wait",
-                                  "arguments": {"ms": ms}}}).encode() + b"\n"
+    return (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": {"_meta": META, "name": "wait", "arguments": {"ms": ms}},
+            }
+        ).encode()
+        + b"\n"
+    )
 
 
 def test_in_flight_limit_queues_in_order_and_pauses_reading() -> None:
@@ -69,13 +86,22 @@ def test_in_flight_limit_queues_in_order_and_pauses_reading() -> None:
         events: list[str] = []
         async with server.running():
             conn = Connection(
-                server, lambda b: out.extend(json.loads(x) for x in b.splitlines()),
+                server,
+                lambda b: out.extend(json.loads(x) for x in b.splitlines()),
                 pause_reading=lambda: events.append("pause"),
                 resume_reading=lambda: events.append("resume"),
             )
             # One chunk with five requests and a cancel for the fourth (still queued).
-            cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                 "params": {"requestId": 3}}).encode() + b"\n"
+            cancel = (
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": 3},
+                    }
+                ).encode()
+                + b"\n"
+            )
             conn.data_received(b"".join(call(i, 30) for i in range(5)) + cancel)
             assert len(conn.inflight) == 2 and events == ["pause"]
             for _ in range(100):
@@ -96,9 +122,12 @@ def test_output_backpressure_pauses_reading() -> None:
         out: list[bytes] = []
         events: list[str] = []
         async with server.running():
-            conn = Connection(server, lambda b: out.extend(b.splitlines()),
-                              pause_reading=lambda: events.append("pause"),
-                              resume_reading=lambda: events.append("resume"))
+            conn = Connection(
+                server,
+                lambda b: out.extend(b.splitlines()),
+                pause_reading=lambda: events.append("pause"),
+                resume_reading=lambda: events.append("resume"),
+            )
             conn.pause_writing()
             conn.data_received(call("a", 1) + call("b", 1))
             await asyncio.sleep(0.05)

@@ -79,13 +79,21 @@ def test_too_deep_request_gets_error_with_its_id(spawn: Spawn) -> None:
 def test_oversized_line_discarded_answered_and_stream_continues(spawn: Spawn) -> None:
     p = spawn(CORE, env={"CORE_MAX_LINE": str(1024 * 1024)})
     big = "x" * (3 * 1024 * 1024)
-    first = {"jsonrpc": "2.0", "id": "big-1", "method": "tools/call",
-             "params": {"_meta": meta(), "name": "echo", "arguments": {"text": big}}}
+    first = {
+        "jsonrpc": "2.0",
+        "id": "big-1",
+        "method": "tools/call",
+        "params": {"_meta": meta(), "name": "echo", "arguments": {"text": big}},
+    }
     err = assert_error(exchange(p, line(first)), -32700, "big-1")
     assert "limit" in err["message"]
     # Written id-last (as the TypeScript SDK does): recovered from the kept tail.
-    last = {"jsonrpc": "2.0", "method": "tools/call",
-            "params": {"_meta": meta(), "name": "echo", "arguments": {"text": big}}, "id": 99}
+    last = {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"_meta": meta(), "name": "echo", "arguments": {"text": big}},
+        "id": 99,
+    }
     assert_error(exchange(p, line(last)), -32700, 99)
     # No id anywhere: the error has no id member.
     assert_error(exchange(p, b'{"junk":"' + b"y" * (2 * 1024 * 1024) + b'"}\n'), -32700)
@@ -161,8 +169,9 @@ def test_handshake_methods_with_modern_meta_are_unknown(spawn: Spawn, method: st
     p = spawn(CORE)
     params: dict[str, Any] = {"_meta": meta()}
     if method == "initialize":
-        params.update(protocolVersion="2025-11-25", capabilities={},
-                      clientInfo={"name": "t", "version": "1"})
+        params.update(
+            protocolVersion="2025-11-25", capabilities={}, clientInfo={"name": "t", "version": "1"}
+        )
     if method == "logging/setLevel":
         params["level"] = "info"
     if method.startswith("resources/"):
@@ -212,12 +221,18 @@ INVALID_PARAMS = [
     ("unknown tool", _req(115, {"_meta": meta(), "name": "nope"}, "tools/call")),
     ("tool name missing", _req(116, {"_meta": meta()}, "tools/call")),
     ("tool name not a string", _req(117, {"_meta": meta(), "name": 3}, "tools/call")),
-    ("arguments a list", _req(118, {"_meta": meta(), "name": "echo", "arguments": ["x"]},
-                              "tools/call")),
-    ("arguments a string", _req(119, {"_meta": meta(), "name": "echo", "arguments": "x"},
-                                "tools/call")),
-    ("arguments null", _req(120, {"_meta": meta(), "name": "echo", "arguments": None},
-                            "tools/call")),
+    (
+        "arguments a list",
+        _req(118, {"_meta": meta(), "name": "echo", "arguments": ["x"]}, "tools/call"),
+    ),
+    (
+        "arguments a string",
+        _req(119, {"_meta": meta(), "name": "echo", "arguments": "x"}, "tools/call"),
+    ),
+    (
+        "arguments null",
+        _req(120, {"_meta": meta(), "name": "echo", "arguments": None}, "tools/call"),
+    ),
     ("cursor garbage", _req(121, {"_meta": meta(), "cursor": "garbage!"}, "tools/list")),
     ("cursor not a string", _req(122, {"_meta": meta(), "cursor": 5}, "tools/list")),
 ]

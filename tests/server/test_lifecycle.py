@@ -60,8 +60,10 @@ def test_eof_with_work_in_flight(spawn: Spawn, tool: str) -> None:
 def test_quick_work_in_flight_at_eof_is_still_answered(spawn: Spawn) -> None:
     """`printf request | server`: the reply arrives although stdin is already closed."""
     p = spawn(CORE)
-    msgs = [p.request_msg("tools/call", {"name": "sleep", "arguments": {"ms": 100}}, id=i)
-            for i in range(5)]
+    msgs = [
+        p.request_msg("tools/call", {"name": "sleep", "arguments": {"ms": 100}}, id=i)
+        for i in range(5)
+    ]
     for m in msgs:
         p.send(m)
     p.close_stdin()
@@ -85,15 +87,21 @@ def test_signals_exit_zero(spawn: Spawn, sig: signal.Signals, busy: bool) -> Non
 def test_broken_stdout_exits_quietly() -> None:
     proc = subprocess.Popen(
         [sys.executable, str(CORE)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     try:
         assert proc.stdout is not None and proc.stdin is not None
         proc.stdout.close()  # the client stops reading: our stdout is a broken pipe
         for i in range(50):
-            msg = {"jsonrpc": "2.0", "id": i, "method": "server/discover",
-                   "params": {"_meta": meta()}}
+            msg = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "server/discover",
+                "params": {"_meta": meta()},
+            }
             line = json.dumps(msg) + "\n"
             try:
                 proc.stdin.write(line.encode())
@@ -114,7 +122,9 @@ def test_broken_stdout_exits_quietly() -> None:
 def test_broken_stdout_while_idle_exits_by_itself() -> None:
     proc = subprocess.Popen(
         [sys.executable, str(CORE)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
     try:
@@ -160,7 +170,9 @@ def test_parent_death_watchdog() -> None:
     out_r, out_w = os.pipe()
     launcher = subprocess.Popen(
         [sys.executable, "-c", LAUNCHER, str(CORE), str(in_r), str(out_w)],
-        stdout=subprocess.PIPE, pass_fds=(in_r, out_w), start_new_session=True,
+        stdout=subprocess.PIPE,
+        pass_fds=(in_r, out_w),
+        start_new_session=True,
     )
     server_pid = 0
     try:

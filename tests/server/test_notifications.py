@@ -24,7 +24,9 @@ BAD_NOTIFICATIONS = [
     b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":true}}\n',
     # Notification-shaped but not decodable: NaN inside, and nesting too deep.
     b'{"jsonrpc":"2.0","method":"notifications/x","params":{"a":NaN}}\n',
-    b'{"jsonrpc":"2.0","method":"notifications/x","params":' + b"[" * 50_000 + b"]" * 50_000
+    b'{"jsonrpc":"2.0","method":"notifications/x","params":'
+    + b"[" * 50_000
+    + b"]" * 50_000
     + b"}\n",
     # Responses from the client are not answered either.
     b'{"jsonrpc":"2.0","id":5,"result":{}}\n',

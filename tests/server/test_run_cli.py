@@ -82,7 +82,9 @@ def test_run_reports_bad_targets(tmp_path: Path, target: str, expect: str) -> No
     (tmp_path / "two.py").write_text(TWO_SERVERS)
     proc = subprocess.run(
         [MCPLINE, "run", target.format(dir=tmp_path)],
-        stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=30,
     )
     assert proc.returncode != 0
     assert expect in proc.stderr.decode()

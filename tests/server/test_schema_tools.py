@@ -94,8 +94,14 @@ def test_schema_from_type_hints() -> None:
 def test_bind_converts_to_python_types() -> None:
     tool = make_tool(rich)
     assert tool.signature is not None
-    kw = tool.signature.bind({"name": "x", "mood": "sad", "address": {"street": "Main"},
-                              "options": {"verbose": True, "depth": 3}})
+    kw = tool.signature.bind(
+        {
+            "name": "x",
+            "mood": "sad",
+            "address": {"street": "Main"},
+            "options": {"verbose": True, "depth": 3},
+        }
+    )
     assert kw["mood"] is Mood.SAD and kw["address"] == Address("Main", 1)
     assert kw["options"] == {"verbose": True, "depth": 3} and kw["times"] == 2
 
@@ -106,7 +112,10 @@ def test_no_argument_tool_schema() -> None:
         return "pong"
 
     assert make_tool(ping).definition["inputSchema"] == {
-        "type": "object", "properties": {}, "additionalProperties": False}
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
 
 
 def test_kwargs_tool_accepts_extra_arguments() -> None:
@@ -198,14 +207,20 @@ def test_bad_raw_schemas_refused_at_registration(bad: dict[str, Any]) -> None:
 
 
 def test_dialects_other_than_2020_12() -> None:
-    draft7 = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-              "properties": {"n": {"type": "integer", "exclusiveMaximum": 5}}}
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"n": {"type": "integer", "exclusiveMaximum": 5}},
+    }
     v = S.Validator(draft7)
     assert v.errors({"n": 4}) == [] and v.errors({"n": 5})
     # A boolean exclusiveMaximum means something only in draft-04 (2020-12 refuses it), so
     # this fails unless $schema picks the dialect.
-    draft4 = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
-              "properties": {"n": {"type": "integer", "maximum": 5, "exclusiveMaximum": True}}}
+    draft4 = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"n": {"type": "integer", "maximum": 5, "exclusiveMaximum": True}},
+    }
     v4 = S.Validator(draft4)
     assert v4.errors({"n": 4}) == [] and v4.errors({"n": 5})
     with pytest.raises(S.SchemaError):
@@ -219,9 +234,13 @@ def test_network_ref_is_never_fetched() -> None:
         listener.listen(5)
         listener.setblocking(False)
         port = listener.getsockname()[1]
-        schema = {"type": "object", "properties": {
-            "a": {"$ref": f"http://127.0.0.1:{port}/schema.json"},
-            "b": {"$ref": f"http://localhost:{port}/other.json#/defs/x"}}}
+        schema = {
+            "type": "object",
+            "properties": {
+                "a": {"$ref": f"http://127.0.0.1:{port}/schema.json"},
+                "b": {"$ref": f"http://localhost:{port}/other.json#/defs/x"},
+            },
+        }
 
         def f(a: Any = None, b: Any = None) -> str:
             """F."""
@@ -232,9 +251,13 @@ def test_network_ref_is_never_fetched() -> None:
         with pytest.raises(S.SchemaError):
             S.Validator({"$ref": f"http://127.0.0.1:{port}/x"}).errors({})
         with pytest.raises(S.SchemaError):
-            S.Validator({"$schema": "https://json-schema.org/draft/2020-12/schema",
-                         "$id": f"http://127.0.0.1:{port}/root",
-                         "$ref": "sibling.json"}).errors({})
+            S.Validator(
+                {
+                    "$schema": "https://json-schema.org/draft/2020-12/schema",
+                    "$id": f"http://127.0.0.1:{port}/root",
+                    "$ref": "sibling.json",
+                }
+            ).errors({})
         with pytest.raises(BlockingIOError):
             listener.accept()
 
@@ -248,15 +271,18 @@ def test_schema_bounds() -> None:
         node = child
     with pytest.raises(S.SchemaError, match="deeper"):
         S.check_schema(deep)
-    wide = {"type": "object",
-            "properties": {f"p{i}": {"type": "string"} for i in range(S.MAX_SCHEMA_NODES)}}
+    wide = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string"} for i in range(S.MAX_SCHEMA_NODES)},
+    }
     with pytest.raises(S.SchemaError, match="nodes"):
         S.check_schema(wide)
 
 
 def test_error_messages_are_bounded() -> None:
-    v = S.Validator({"type": "object",
-                     "properties": {f"p{i}": {"type": "string"} for i in range(20)}})
+    v = S.Validator(
+        {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(20)}}
+    )
     errs = v.errors({f"p{i}": i for i in range(20)})
     assert len(errs) == S.MAX_REPORTED_ERRORS and all(e.startswith("/p") for e in errs)
 
@@ -279,13 +305,17 @@ def test_structured_output_from_typed_returns() -> None:
 
     t = make_tool(count)
     assert t.definition["outputSchema"] == {
-        "type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]}
-    assert shape_result(t, 3) == {"content": [text('{"result":3}')],
-                                  "structuredContent": {"result": 3}}
+        "type": "object",
+        "properties": {"result": {"type": "integer"}},
+        "required": ["result"],
+    }
+    assert shape_result(t, 3) == {
+        "content": [text('{"result":3}')],
+        "structuredContent": {"result": 3},
+    }
     t = make_tool(where)
     assert t.definition["outputSchema"]["required"] == ["street"]
-    assert shape_result(t, Address("Elm", 5))["structuredContent"] == {"street": "Elm",
-                                                                       "number": 5}
+    assert shape_result(t, Address("Elm", 5))["structuredContent"] == {"street": "Elm", "number": 5}
     t = make_tool(opts)
     out = shape_result(t, {"verbose": False, "depth": 1})
     assert S.Validator(t.definition["outputSchema"]).errors(out["structuredContent"]) == []
@@ -297,8 +327,14 @@ def test_explicit_output_schema_is_enforced() -> None:
         """Stats."""
         return {"n": 1}
 
-    t = make_tool(stats, output_schema={"type": "object", "properties": {"n": {"type": "integer"}},
-                                        "required": ["n"]})
+    t = make_tool(
+        stats,
+        output_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+    )
     assert shape_result(t, {"n": 2})["structuredContent"] == {"n": 2}
     bad = shape_result(t, {"n": "two"})
     assert bad["isError"] is True and "outputSchema" in bad["content"][0]["text"]
@@ -341,27 +377,42 @@ def test_plain_results() -> None:
     assert shape_result(t, None) == {"content": []}
     assert shape_result(t, "hi") == {"content": [text("hi")]}
     assert shape_result(t, image(b"\x89PNG", "image/png")) == {
-        "content": [{"type": "image", "data": "iVBORw==", "mimeType": "image/png"}]}
+        "content": [{"type": "image", "data": "iVBORw==", "mimeType": "image/png"}]
+    }
     assert shape_result(t, ["a", text("b")]) == {"content": [text("a"), text("b")]}
     assert shape_result(t, {"k": [1, 2]}) == {"content": [text('{"k":[1,2]}')]}
     tr = ToolResult([text("x")], structured_content={"a": 1}, is_error=True, meta={"m": 1})
-    assert shape_result(t, tr) == {"content": [text("x")], "structuredContent": {"a": 1},
-                                   "isError": True, "_meta": {"m": 1}}
+    assert shape_result(t, tr) == {
+        "content": [text("x")],
+        "structuredContent": {"a": 1},
+        "isError": True,
+        "_meta": {"m": 1},
+    }
 
 
 def test_content_helpers() -> None:
     assert text("t", annotations={"audience": ["user"]}) == {
-        "type": "text", "text": "t", "annotations": {"audience": ["user"]}}
-    assert audio("AAAA", "audio/wav") == {"type": "audio", "data": "AAAA",
-                                          "mimeType": "audio/wav"}
+        "type": "text",
+        "text": "t",
+        "annotations": {"audience": ["user"]},
+    }
+    assert audio("AAAA", "audio/wav") == {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
     assert resource_link("file:///a", "a", mime_type="text/plain", size=3) == {
-        "type": "resource_link", "uri": "file:///a", "name": "a", "mimeType": "text/plain",
-        "size": 3}
+        "type": "resource_link",
+        "uri": "file:///a",
+        "name": "a",
+        "mimeType": "text/plain",
+        "size": 3,
+    }
     assert embedded_text("file:///a", "hello") == {
-        "type": "resource", "resource": {"uri": "file:///a", "text": "hello",
-                                         "mimeType": "text/plain"}}
+        "type": "resource",
+        "resource": {"uri": "file:///a", "text": "hello", "mimeType": "text/plain"},
+    }
     assert embedded_blob("file:///b", b"\x00\x01", "application/octet-stream")["resource"] == {
-        "uri": "file:///b", "blob": "AAE=", "mimeType": "application/octet-stream"}
+        "uri": "file:///b",
+        "blob": "AAE=",
+        "mimeType": "application/octet-stream",
+    }
     assert str(ToolError("m")) == "m"
 
 
@@ -370,12 +421,18 @@ def test_annotations_and_icons() -> None:
         """F."""
         return ""
 
-    t = make_tool(f, title="Nice F", annotations={"read_only": True, "open_world": False,
-                                                   "destructiveHint": False},
-                  icons=[{"src": "data:image/png;base64,AAAA", "mimeType": "image/png"}],
-                  meta={"com.example/x": 1})
+    t = make_tool(
+        f,
+        title="Nice F",
+        annotations={"read_only": True, "open_world": False, "destructiveHint": False},
+        icons=[{"src": "data:image/png;base64,AAAA", "mimeType": "image/png"}],
+        meta={"com.example/x": 1},
+    )
     d = t.definition
     assert d["title"] == "Nice F"
-    assert d["annotations"] == {"readOnlyHint": True, "openWorldHint": False,
-                                "destructiveHint": False}
+    assert d["annotations"] == {
+        "readOnlyHint": True,
+        "openWorldHint": False,
+        "destructiveHint": False,
+    }
     assert d["icons"][0]["src"].startswith("data:") and d["_meta"] == {"com.example/x": 1}

@@ -29,13 +29,19 @@ def test_discover(spawn: Spawn) -> None:
     assert r["instructions"] == "Test fixture for the mcpline core."
     assert r["ttlMs"] == 0 and r["cacheScope"] in ("public", "private")
     assert r["_meta"]["io.modelcontextprotocol/serverInfo"] == {
-        "name": "core-fixture", "version": "1.2.3"}
+        "name": "core-fixture",
+        "version": "1.2.3",
+    }
 
 
 def test_every_result_is_stamped(spawn: Spawn) -> None:
     p = spawn(CORE)
-    for resp in (p.request("tools/list"), p.call("echo", {"text": "x"}),
-                 p.call("fail", {"message": "m"}), p.call("echo", {})):
+    for resp in (
+        p.request("tools/list"),
+        p.call("echo", {"text": "x"}),
+        p.call("fail", {"message": "m"}),
+        p.call("echo", {}),
+    ):
         res = resp["result"]
         assert res["resultType"] == "complete"
         assert res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "core-fixture"
@@ -106,7 +112,8 @@ def test_tools_list_is_deterministic_and_paginated(spawn: Spawn) -> None:
         # A cursor is reusable (stable) and opaque.
         again = p.request("tools/list", {"cursor": cursor})["result"]
         assert [t["name"] for t in again["tools"]] == [
-            t["name"] for t in p.request("tools/list", {"cursor": cursor})["result"]["tools"]]
+            t["name"] for t in p.request("tools/list", {"cursor": cursor})["result"]["tools"]
+        ]
     assert pages > 3 and len(names) == len(set(names))
     p2 = spawn(CORE, env={"CORE_PAGE_SIZE": "1000"})
     assert [t["name"] for t in p2.request("tools/list")["result"]["tools"]] == names
@@ -129,7 +136,7 @@ def test_five_megabyte_argument_round_trip(spawn: Spawn) -> None:
 @pytest.mark.parametrize(
     "rid",
     [
-        "\u2028\u2029\ufeff\U0001f600\u0000\n\r\t\"\\/ ключ 键 \U0010ffff",
+        '\u2028\u2029\ufeff\U0001f600\u0000\n\r\t"\\/ ключ 键 \U0010ffff',
         "x" * 200,
         "\U0010ffff" * 200,
         0,

@@ -188,8 +188,11 @@ def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
         if tool.output_validator is not None:
             problems = tool.output_validator.errors(structured)
             if problems:
-                log.error("tool %r returned output that breaks its outputSchema: %s",
-                          tool.name, "; ".join(problems))
+                log.error(
+                    "tool %r returned output that breaks its outputSchema: %s",
+                    tool.name,
+                    "; ".join(problems),
+                )
                 return error_result(
                     f"Tool {tool.name!r} produced output that does not match its outputSchema"
                 )
@@ -248,4 +251,3 @@ async def invoke(
         log.exception("tool %r raised", tool.name)
         detail = str(exc) or "no details"
         return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
-
