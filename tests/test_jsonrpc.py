@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mcpline import jsonrpc
+from mcpline.errors import JsonRpcError
 from mcpline.jsonrpc import (
     MISSING,
     Invalid,
@@ -169,5 +170,5 @@ def test_builders() -> None:
     }
     assert jsonrpc.error_response("i", 1, "m", {"d": 1})["error"]["data"] == {"d": 1}
     assert jsonrpc.result_response(1, {}) == {"jsonrpc": "2.0", "id": 1, "result": {}}
-    err = jsonrpc.JsonRpcError(-32602, "bad", None)
+    err = JsonRpcError(-32602, "bad", None)
     assert err.to_error() == {"code": -32602, "message": "bad"}

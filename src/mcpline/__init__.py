@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .jsonrpc import JsonRpcError
-from .protocol.capabilities import MissingCapabilityError
+from .errors import JsonRpcError, MissingCapabilityError, ResourceNotFoundError, ToolError
 from .server.content import (
-    ToolError,
     ToolResult,
     audio,
     embedded_blob,
@@ -25,7 +23,7 @@ if TYPE_CHECKING:
     from .protocol.uritemplate import UriTemplate
     from .server.completion import Completion
     from .server.prompts import assistant, user
-    from .server.resources import PathEscapeError, ResourceNotFoundError, safe_path
+    from .server.resources import PathEscapeError, safe_path
 
 __version__ = "0.1.0"
 
@@ -65,7 +63,6 @@ _LAZY = {
     "Completion": ".server.completion",
     "assistant": ".server.prompts",
     "user": ".server.prompts",
-    "ResourceNotFoundError": ".server.resources",
     "PathEscapeError": ".server.resources",
     "safe_path": ".server.resources",
 }

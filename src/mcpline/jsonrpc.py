@@ -12,37 +12,12 @@ from typing import Any, TypeGuard
 
 import msgspec
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-HEADER_MISMATCH = -32020
-MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
+from .errors import JsonRpcError
+from .spec import INVALID_REQUEST, PARSE_ERROR
 
 RequestId = str | int
 
 _decoder = msgspec.json.Decoder()
-
-
-class JsonRpcError(Exception):
-    """An error that becomes a JSON-RPC error response."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_error(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            err["data"] = self.data
-        return err
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.code}, {self.message!r})"
 
 
 # Message types are frozen msgspec structs: like frozen slotted dataclasses (fields, eq,

@@ -6,12 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcpline.jsonrpc import MISSING, JsonRpcError
-from mcpline.protocol.capabilities import (
-    MissingCapabilityError,
-    has_capability,
-    require_capability,
-)
+from mcpline.errors import JsonRpcError, MissingCapabilityError
+from mcpline.jsonrpc import MISSING
+from mcpline.protocol.capabilities import has_capability, require_capability
 from mcpline.protocol.meta import has_modern_meta, validate_request_meta
 
 PV = "io.modelcontextprotocol/protocolVersion"

@@ -7,14 +7,9 @@ import json
 
 import pytest
 
-from mcpline.jsonrpc import INVALID_PARAMS
-from mcpline.protocol.state import (
-    STATE_KEY_ENV,
-    MemoryNonceLedger,
-    StateError,
-    StateSealer,
-    params_digest,
-)
+from mcpline.errors import StateError
+from mcpline.protocol.state import STATE_KEY_ENV, MemoryNonceLedger, StateSealer, params_digest
+from mcpline.spec import INVALID_PARAMS
 
 KEY = "k" * 32
 PARAMS = {"name": "greet", "arguments": {"x": 1}, "_meta": {"a": 1}}

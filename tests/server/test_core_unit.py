@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcpline import Server
-from mcpline.jsonrpc import JsonRpcError
+from mcpline.errors import JsonRpcError
 from mcpline.server.core import decode_cursor, encode_cursor
 from mcpline.server.runtime import Connection
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..jsonrpc import MISSING, notification, request
-from ..protocol.versions import (
+from ..spec import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     LOG_LEVEL_KEY,

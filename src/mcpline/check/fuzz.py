@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc import MISSING, notification, request
-from ..protocol.versions import PROTOCOL_VERSION_KEY
+from ..spec import PROTOCOL_VERSION_KEY
 from ..wire import encode
 from .runner import ServerProcess, idkey, modern_meta
 

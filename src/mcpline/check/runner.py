@@ -23,12 +23,7 @@ import msgspec
 
 from .. import __version__
 from ..jsonrpc import MISSING, is_valid_id, notification, request
-from ..protocol.versions import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    LOG_LEVEL_KEY,
-    PROTOCOL_VERSION_KEY,
-)
+from ..spec import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
 from ..wire import encode
 from . import schema
 

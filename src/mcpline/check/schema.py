@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema_rs
 
-from ..protocol.versions import MRTR_METHODS
+from ..spec import MRTR_METHODS
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

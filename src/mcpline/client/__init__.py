@@ -3,9 +3,7 @@ reliably. Start with `Client.stdio(command, args)` or `Client.connect(address)`.
 
 from __future__ import annotations
 
-from .core import Client, Listener, ServerNotification
-from .era import ServerDescription
-from .errors import (
+from ..errors import (
     ClientClosed,
     ClientError,
     ConnectionLost,
@@ -15,6 +13,8 @@ from .errors import (
     ServerError,
     VersionMismatch,
 )
+from .core import Client, Listener, ServerNotification
+from .era import ServerDescription
 from .mrtr import InputHandlers
 
 __all__ = [

@@ -11,8 +11,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..errors import (
+    ClientClosed,
+    ClientError,
+    ConnectionLost,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
 from ..jsonrpc import RequestId
-from ..protocol.versions import (
+from ..spec import (
     LEGACY_VERSIONS,
     LOG_LEVEL_KEY,
     LOG_LEVELS,
@@ -23,14 +31,6 @@ from ..protocol.versions import (
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
-from .errors import (
-    ClientClosed,
-    ClientError,
-    ConnectionLost,
-    ProtocolError,
-    RequestTimeout,
-    ServerError,
-)
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
 from .session import (
     MAX_SERVER_REQUESTS,

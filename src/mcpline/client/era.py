@@ -8,20 +8,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..jsonrpc import (
-    HEADER_MISMATCH,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-)
-from ..protocol.versions import (
+from ..errors import ConnectionLost, ProtocolError, RequestTimeout, ServerError, VersionMismatch
+from ..spec import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    HEADER_MISMATCH,
     LEGACY_VERSIONS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .errors import ConnectionLost, ProtocolError, RequestTimeout, ServerError, VersionMismatch
 from .session import Session
 
 log = logging.getLogger("mcpline.client")

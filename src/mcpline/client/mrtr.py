@@ -11,9 +11,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonrpc import METHOD_NOT_FOUND, JsonRpcError
-from ..protocol.versions import MRTR_METHODS
-from .errors import InputDeclined, ProtocolError
+from ..errors import InputDeclined, JsonRpcError, ProtocolError
+from ..spec import METHOD_NOT_FOUND, MRTR_METHODS
 from .session import maybe_await
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]

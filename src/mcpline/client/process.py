@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..errors import ConnectionLost
 from ..wire import LineBuffer, Oversized
 from ._watchdog import _alive as _group_alive
 from ._watchdog import descendants, running, signal_pids
-from .errors import ConnectionLost
 from .session import Session
 
 log = logging.getLogger("mcpline.client")

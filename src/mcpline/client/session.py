@@ -15,11 +15,18 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import jsonrpc
-from ..jsonrpc import INTERNAL_ERROR, JsonRpcError, RequestId
-from ..protocol.versions import SUBSCRIPTION_ID_KEY
+from .. import jsonrpc, spec
+from ..errors import (
+    ClientError,
+    ConnectionLost,
+    JsonRpcError,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
+from ..jsonrpc import RequestId
+from ..spec import INTERNAL_ERROR, SUBSCRIPTION_ID_KEY
 from ..wire import DEFAULT_MAX_LINE_BYTES, LineBuffer, Oversized, encode
-from .errors import ClientError, ConnectionLost, ProtocolError, RequestTimeout, ServerError
 
 log = logging.getLogger("mcpline.client")
 
@@ -257,7 +264,7 @@ class Session:
                 with contextlib.suppress(ClientError):
                     self._send(
                         jsonrpc.error_response(
-                            env.id, jsonrpc.PARSE_ERROR, f"Parse error: over {limit} bytes"
+                            env.id, spec.PARSE_ERROR, f"Parse error: over {limit} bytes"
                         )
                     )
             return
@@ -373,7 +380,7 @@ class Session:
             # Without an id: the request in flight will answer with it.
             shown = encode(req.id)[:-1].decode()
             why = f"Invalid Request: a request with id {shown} is already in flight"
-            self._send_quietly(jsonrpc.error_response(None, jsonrpc.INVALID_REQUEST, why))
+            self._send_quietly(jsonrpc.error_response(None, spec.INVALID_REQUEST, why))
             return
         if len(self._served) >= self.max_server_requests:
             self.refused += 1

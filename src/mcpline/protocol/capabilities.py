@@ -4,19 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, JsonRpcError
-
-
-class MissingCapabilityError(JsonRpcError):
-    """-32021: the request lacks a client capability that processing it needs."""
-
-    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
-        names = ", ".join(sorted(required)) or "?"
-        super().__init__(
-            MISSING_REQUIRED_CLIENT_CAPABILITY,
-            message or f"Missing required client capability: {names}",
-            {"requiredCapabilities": required},
-        )
+from ..errors import MissingCapabilityError
 
 
 def has_capability(caps: dict[str, Any], path: str) -> bool:

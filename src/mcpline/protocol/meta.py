@@ -6,19 +6,17 @@ from typing import Any
 
 import msgspec
 
-from ..jsonrpc import (
-    INVALID_PARAMS,
-    MISSING,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    JsonRpcError,
-)
-from .versions import (
+from ..errors import JsonRpcError
+from ..jsonrpc import MISSING
+from ..spec import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    INVALID_PARAMS,
     LOG_LEVEL_KEY,
     LOG_LEVEL_RANK,
     LOG_LEVELS,
     PROTOCOL_VERSION_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 )
 
 

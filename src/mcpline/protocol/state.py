@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+from ..errors import StateError
 
 STATE_KEY_ENV = "MCPLINE_STATE_KEY"
 MIN_KEY_BYTES = 16
@@ -51,13 +51,6 @@ _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder()
 EXCLUDED_PARAMS = frozenset({"_meta", "inputResponses", "requestState"})
 """Params that are not part of the request's identity (the digest covers all the others)."""
-
-
-class StateError(JsonRpcError):
-    """-32602: a ``requestState`` that failed verification; the handler never sees it."""
-
-    def __init__(self, why: str) -> None:
-        super().__init__(INVALID_PARAMS, f"Invalid params: requestState {why}")
 
 
 class NonceLedger(Protocol):

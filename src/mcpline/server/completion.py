@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+from ..errors import JsonRpcError
+from ..spec import INVALID_PARAMS
 from .context import Context
 from .tools import wants_context
 

@@ -127,7 +127,3 @@ class ToolResult:
         if self.meta:
             out["_meta"] = dict(self.meta)
         return out
-
-
-class ToolError(Exception):
-    """Raise from a tool body to return ``isError: true`` with exactly this message."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..jsonrpc import MISSING, RequestId, notification
 from ..protocol.capabilities import has_capability, require_capability
 from ..protocol.meta import RequestMeta
-from ..protocol.versions import LOG_LEVEL_RANK, PYTHON_LOG_LEVEL
+from ..spec import LOG_LEVEL_RANK, PYTHON_LOG_LEVEL
 
 if TYPE_CHECKING:
     from .mrtr import InputRequest

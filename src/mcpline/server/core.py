@@ -13,18 +13,19 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
-from ..jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    MISSING,
-    JsonRpcError,
-    Request,
-    Response,
-)
+from ..errors import JsonRpcError
+from ..jsonrpc import MISSING, Request, Response
 from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..protocol.versions import LEGACY_VERSIONS, MODERN_VERSIONS, MRTR_METHODS, SERVER_INFO_KEY
+from ..spec import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LEGACY_VERSIONS,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+    MRTR_METHODS,
+    SERVER_INFO_KEY,
+)
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .context import Context
 from .mrtr import InputRequired, refuse, run_modern

@@ -28,22 +28,17 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .. import jsonrpc
-from ..jsonrpc import (
+from ..errors import JsonRpcError
+from ..jsonrpc import MISSING, Request, Response, notification
+from ..protocol.meta import RequestMeta, has_modern_meta
+from ..spec import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING,
-    JsonRpcError,
-    Request,
-    Response,
-    notification,
-)
-from ..protocol.meta import RequestMeta, has_modern_meta
-from ..protocol.versions import (
     LEGACY_VERSIONS,
     LOG_LEVEL_RANK,
     LOG_LEVELS,
+    METHOD_NOT_FOUND,
     MRTR_METHODS,
     SERVER_INFO_KEY,
 )
@@ -379,7 +374,7 @@ class LegacyEra:
     @staticmethod
     def _legacy_error(method: str, exc: JsonRpcError) -> JsonRpcError:
         """-32002 for a missing resource, as the legacy revisions specify."""
-        from .resources import ResourceNotFoundError
+        from ..errors import ResourceNotFoundError
 
         if method == "resources/read" and isinstance(exc, ResourceNotFoundError):
             return JsonRpcError(RESOURCE_NOT_FOUND, exc.message, exc.data)

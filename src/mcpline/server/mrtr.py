@@ -28,9 +28,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING, JsonRpcError
-from ..protocol.capabilities import MissingCapabilityError
-from ..protocol.versions import MRTR_METHODS
+from ..errors import JsonRpcError, MissingCapabilityError
+from ..jsonrpc import MISSING
+from ..spec import INTERNAL_ERROR, INVALID_PARAMS, MRTR_METHODS
 
 if TYPE_CHECKING:
     from ..protocol.state import StateSealer

@@ -16,7 +16,8 @@ from typing import Any
 
 import msgspec
 
-from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+from ..errors import JsonRpcError
+from ..spec import INVALID_PARAMS
 from . import schema as _schema
 from .content import is_content_block, text
 from .context import Context

@@ -27,8 +27,9 @@ from typing import Any
 
 import msgspec
 
-from ..jsonrpc import INVALID_PARAMS, JsonRpcError
+from ..errors import JsonRpcError, ResourceNotFoundError
 from ..protocol.uritemplate import Expression, UriTemplate
+from ..spec import INVALID_PARAMS
 from . import schema as _schema
 from .context import Context
 from .tools import wants_context
@@ -37,17 +38,6 @@ log = logging.getLogger("mcpline.server")
 
 CONTENTS_KEYS = frozenset({"uri", "mimeType", "text", "blob", "_meta"})
 CACHE_SCOPES = ("public", "private")
-
-
-class ResourceNotFoundError(JsonRpcError):
-    """-32602 with ``data: {"uri": …}``: no resource has this URI.
-
-    Raise it from a template function when the variables name nothing.
-    """
-
-    def __init__(self, uri: str, message: str | None = None) -> None:
-        super().__init__(INVALID_PARAMS, message or f"Resource not found: {uri}", {"uri": uri})
-        self.uri = uri
 
 
 class PathEscapeError(ValueError):

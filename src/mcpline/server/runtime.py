@@ -16,16 +16,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc
-from ..jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    JsonRpcError,
-    Request,
-    RequestId,
-    error_response,
-    result_response,
-)
+from ..errors import JsonRpcError
+from ..jsonrpc import Request, RequestId, error_response, result_response
+from ..spec import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 from ..wire import LineBuffer, Oversized, encode
 from .context import Context
 from .outbound import Action, Kind, decide

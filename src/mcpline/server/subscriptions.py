@@ -16,15 +16,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    JsonRpcError,
-    notification,
-    result_response,
-)
-from ..protocol.versions import SUBSCRIPTION_ID_KEY
+from ..errors import JsonRpcError
+from ..jsonrpc import notification, result_response
+from ..spec import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, SUBSCRIPTION_ID_KEY
 from .context import Context
 from .outbound import Kind
 

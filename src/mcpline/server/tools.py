@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonrpc import JsonRpcError
+from ..errors import JsonRpcError, ToolError
 from . import schema as _schema
-from .content import ToolError, ToolResult, is_content_block, text
+from .content import ToolResult, is_content_block, text
 from .context import Context
 from .mrtr import InputRequired
 

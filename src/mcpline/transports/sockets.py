@@ -458,7 +458,7 @@ class _ClientProtocol(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        from ..client.errors import ConnectionLost
+        from ..errors import ConnectionLost
 
         why = f"{self.channel.label}: connection lost" + (f" ({exc})" if exc else "")
         self.channel.session.connection_lost(
@@ -514,7 +514,7 @@ class SocketChannel:
         timeout: float = 10.0,
         token: str | None = None,
     ) -> SocketChannel:
-        from ..client.errors import ConnectionLost
+        from ..errors import ConnectionLost
 
         try:
             addr = parse_address(address)
@@ -548,7 +548,7 @@ class SocketChannel:
         return chan
 
     def write(self, data: bytes) -> None:
-        from ..client.errors import ConnectionLost
+        from ..errors import ConnectionLost
 
         if self.transport is None or self.transport.is_closing():
             raise ConnectionLost(f"{self.label}: the connection is closed")
