@@ -14,6 +14,7 @@ import msgspec
 
 from .errors import JsonRpcError
 from .spec import INVALID_REQUEST, PARSE_ERROR
+from .wire import encode
 
 RequestId = str | int
 
@@ -51,6 +52,8 @@ class Invalid(msgspec.Struct, frozen=True):
 
     reason: str
     reply: dict[str, Any] | None
+    line: bytes = b""
+    """The line as received (to look for an id the peer's policy can use)."""
 
 
 Message = Request | Notification | Response | Invalid
@@ -88,6 +91,14 @@ def result_response(id: RequestId, result: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
+def duplicate_id_reply(id: RequestId) -> dict[str, Any]:
+    """The reply to a request whose id is already in flight: -32600 without an id, so that
+    only the original's reply carries it."""
+    shown = encode(id)[:-1].decode()
+    why = f"Invalid Request: a request with id {shown} is already in flight"
+    return error_response(None, INVALID_REQUEST, why)
+
+
 def request(id: RequestId, method: str, params: Any = MISSING) -> dict[str, Any]:
     msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not MISSING:
@@ -116,7 +127,10 @@ def parse(line: bytes) -> Message:
         obj = decode(line)
     except JsonRpcError as exc:
         return unparsable(line, exc.message)
-    return classify(obj)
+    msg = classify(obj)
+    if type(msg) is Invalid:
+        return Invalid(msg.reason, msg.reply, line)
+    return msg
 
 
 def _parse_message(exc: BaseException) -> str:
@@ -134,11 +148,11 @@ def unparsable(line: bytes, message: str) -> Invalid:
     """
     env = scan_envelope(line)
     if env.complete and env.has_method and not env.has_id:
-        return Invalid(message, None)
+        return Invalid(message, None, line)
     rid = env.id
     if rid is None and not env.complete:
         rid = trailing_id(line[-4096:])
-    return Invalid(message, error_response(rid, PARSE_ERROR, message))
+    return Invalid(message, error_response(rid, PARSE_ERROR, message), line)
 
 
 def classify(obj: Any) -> Message:

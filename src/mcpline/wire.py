@@ -79,6 +79,11 @@ class LineBuffer:
         self._suffix = b""
 
     @property
+    def discarding(self) -> tuple[bytes, int] | None:
+        """While an over-long line is being dropped: its first bytes and its size so far."""
+        return (self._prefix, self._size) if self._discarding else None
+
+    @property
     def buffered(self) -> int:
         """Bytes held for the line in progress (at most about ``max_line_bytes``)."""
         if self._discarding:
