@@ -131,14 +131,14 @@ def test_kwargs_tool_accepts_extra_arguments() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["a", "get_weather", "ns.tool-1", "A" * 64, "x_y.z-0"],
+    ["a", "get_weather", "ns.tool-1", "A" * 128, "x_y.z-0"],
 )
 def test_valid_names(name: str) -> None:
     check_name(name)
 
 
 @pytest.mark.parametrize(
-    "name", ["", "A" * 65, "has space", "comma,name", "slash/name", "émoji", "tab\t", None]
+    "name", ["", "A" * 129, "has space", "comma,name", "slash/name", "émoji", "tab\t", None]
 )
 def test_invalid_names(name: Any) -> None:
     with pytest.raises(ValueError):

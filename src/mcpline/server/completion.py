@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JsonRpcError
 from ..spec import INVALID_PARAMS
+from ._userfn import RunSync, UserFunction, wants_context
 from .context import Context
-from .tools import wants_context
 
 if TYPE_CHECKING:
     from .prompts import Prompt
@@ -41,10 +41,8 @@ class Completion:
 
 @dataclass
 class Completer:
-    fn: Callable[..., Any]
+    body: UserFunction
     params: frozenset[str]
-    context_param: str | None
-    is_async: bool
 
 
 Key = tuple[str | None, str | None, str | None]
@@ -68,7 +66,7 @@ def make_completer(fn: Callable[..., Any]) -> Completer:
                 f"completer {getattr(fn, '__name__', fn)!r}: parameter {pname!r} is not one of "
                 f"{', '.join(sorted(COMPLETER_PARAMS))}"
             )
-    return Completer(fn, frozenset(params), context_param, inspect.iscoroutinefunction(fn))
+    return Completer(UserFunction.of(fn, context_param), frozenset(params))
 
 
 class Completions:
@@ -240,7 +238,7 @@ async def run(
     completer: Completer,
     query: Query,
     ctx: Context,
-    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+    run_sync: RunSync,
 ) -> dict[str, Any]:
     available: dict[str, Any] = {
         "value": query.value,
@@ -249,15 +247,7 @@ async def run(
         "ref": dict(query.ref),
     }
     kwargs = {k: v for k, v in available.items() if k in completer.params}
-    if completer.context_param:
-        kwargs[completer.context_param] = ctx
-    if completer.is_async:
-        value = await completer.fn(**kwargs)
-    else:
-        value = await run_sync(lambda: completer.fn(**kwargs))
-    if inspect.isawaitable(value):
-        value = await value
-    return shape(value)
+    return shape(await completer.body.call(kwargs, ctx, run_sync))
 
 
 def prefix_filter(choices: Iterable[str], value: str) -> list[str]:

@@ -10,7 +10,7 @@ list mixing those, or a full ``{"messages": […], "description": …}`` result.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +19,9 @@ import msgspec
 from ..errors import JsonRpcError
 from ..spec import INVALID_PARAMS
 from . import schema as _schema
+from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import is_content_block, text
 from .context import Context
-from .tools import wants_context
 
 ROLES = frozenset({"user", "assistant"})
 
@@ -49,11 +49,9 @@ class Prompt:
     """A registered prompt; `definition` is the ``Prompt`` object of ``prompts/list``."""
 
     name: str
-    fn: Callable[..., Any]
+    body: UserFunction
     definition: dict[str, Any]
     signature: _schema.Signature
-    context_param: str | None
-    is_async: bool
     arguments: tuple[str, ...]
     required: frozenset[str]
 
@@ -91,24 +89,18 @@ def make_prompt(
             entry["description"] = arg_desc
         entry["required"] = arg in required
         args.append(entry)
-    definition: dict[str, Any] = {"name": prompt_name}
-    if title:
-        definition["title"] = title
-    if desc:
-        definition["description"] = desc
-    if args:
-        definition["arguments"] = args
-    if icons:
-        definition["icons"] = list(icons)
-    if meta:
-        definition["_meta"] = dict(meta)
     return Prompt(
         name=prompt_name,
-        fn=fn,
-        definition=definition,
+        body=UserFunction.of(fn, signature.context_param),
+        definition=definition(
+            {"name": prompt_name},
+            title=title,
+            description=desc,
+            body={"arguments": args} if args else None,
+            icons=icons,
+            meta=meta,
+        ),
         signature=signature,
-        context_param=signature.context_param,
-        is_async=inspect.iscoroutinefunction(fn),
         arguments=tuple(signature.names),
         required=required,
     )
@@ -182,22 +174,14 @@ async def render(
     prompt: Prompt,
     arguments: Any,
     ctx: Context,
-    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+    run_sync: RunSync,
 ) -> dict[str, Any]:
     """Validate the arguments, run the prompt and shape its messages.
 
     Exceptions from the prompt body propagate (the framework turns `InputRequired` into an
     MRTR result and anything unexpected into -32603).
     """
-    kwargs = bind_arguments(prompt, arguments)
-    if prompt.context_param:
-        kwargs[prompt.context_param] = ctx
-    if prompt.is_async:
-        value = await prompt.fn(**kwargs)
-    else:
-        value = await run_sync(lambda: prompt.fn(**kwargs))
-    if inspect.isawaitable(value):
-        value = await value
+    value = await prompt.body.call(bind_arguments(prompt, arguments), ctx, run_sync)
     if isinstance(value, BaseException):
         raise value
     return to_result(value)

@@ -20,7 +20,7 @@ import inspect
 import logging
 import os
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -31,8 +31,8 @@ from ..errors import JsonRpcError, ResourceNotFoundError
 from ..protocol.uritemplate import Expression, UriTemplate
 from ..spec import INVALID_PARAMS
 from . import schema as _schema
+from ._userfn import RunSync, UserFunction, definition, wants_context
 from .context import Context
-from .tools import wants_context
 
 log = logging.getLogger("mcpline.server")
 
@@ -79,13 +79,11 @@ class Resource:
 
     uri: str
     """The URI, or the template text for a template."""
-    fn: Callable[..., Any]
+    body: UserFunction
     definition: dict[str, Any]
     mime_type: str | None
     template: UriTemplate | None = None
     signature: _schema.Signature | None = None
-    context_param: str | None = None
-    is_async: bool = False
     ttl_ms: int | None = None
     cache_scope: str | None = None
     list_params: frozenset[str] = field(default_factory=frozenset)
@@ -224,27 +222,24 @@ def make_resource(
                     "(use a URI template with {" + pname + "})"
                 )
 
-    definition: dict[str, Any] = {("uriTemplate" if template else "uri"): uri, "name": res_name}
-    for key, value in (("title", title), ("description", desc), ("mimeType", mime_type)):
-        if value:
-            definition[key] = value
-    if annotations:
-        definition["annotations"] = dict(annotations)
+    own: dict[str, Any] = {"mimeType": mime_type} if mime_type else {}
     if size is not None and template is None:
-        definition["size"] = size
-    if icons:
-        definition["icons"] = list(icons)
-    if meta:
-        definition["_meta"] = dict(meta)
+        own["size"] = size
     return Resource(
         uri=uri,
-        fn=fn,
-        definition=definition,
+        body=UserFunction.of(fn, context_param),
+        definition=definition(
+            {("uriTemplate" if template else "uri"): uri, "name": res_name},
+            title=title,
+            description=desc,
+            body=own,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+        ),
         mime_type=mime_type,
         template=template,
         signature=signature,
-        context_param=context_param,
-        is_async=inspect.iscoroutinefunction(fn),
         ttl_ms=ttl_ms,
         cache_scope=cache_scope,
         list_params=frozenset(list_params),
@@ -397,7 +392,7 @@ async def read(
     uri: str,
     kwargs: dict[str, Any],
     ctx: Context,
-    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+    run_sync: RunSync,
 ) -> list[dict[str, Any]]:
     """Run the resource function and shape its contents.
 
@@ -405,15 +400,8 @@ async def read(
     propagates (so the framework can turn `InputRequired` into an MRTR result and failures
     into -32603).
     """
-    if res.context_param:
-        kwargs[res.context_param] = ctx
     try:
-        if res.is_async:
-            value = await res.fn(**kwargs)
-        else:
-            value = await run_sync(lambda: res.fn(**kwargs))
-        if inspect.isawaitable(value):
-            value = await value
+        value = await res.body.call(kwargs, ctx, run_sync)
     except (FileNotFoundError, PathEscapeError):
         raise ResourceNotFoundError(uri) from None
     if isinstance(value, BaseException):

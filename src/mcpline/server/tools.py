@@ -6,20 +6,22 @@ import inspect
 import logging
 import re
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import JsonRpcError, ToolError
+from ..spec import TOOL_NAME_MAX
 from . import schema as _schema
+from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import ToolResult, is_content_block, text
 from .context import Context
 from .mrtr import InputRequired
 
 log = logging.getLogger("mcpline.server")
 
-NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-"""Tool names: 1-64 characters of ``A-Z a-z 0-9 _ - .`` (what conformance checks enforce)."""
+NAME_RE = re.compile(rf"^[A-Za-z0-9_.-]{{1,{TOOL_NAME_MAX}}}$")
+"""Tool names: 1 to `TOOL_NAME_MAX` characters of ``A-Z a-z 0-9 _ - .``."""
 
 ANNOTATION_KEYS = {
     "title": "title",
@@ -33,14 +35,8 @@ ANNOTATION_KEYS = {
 def check_name(name: str, kind: str = "tool") -> None:
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ValueError(
-            f"invalid {kind} name {name!r}: use 1-64 characters from A-Z a-z 0-9 _ - ."
+            f"invalid {kind} name {name!r}: use 1-{TOOL_NAME_MAX} characters from A-Z a-z 0-9 _ - ."
         )
-
-
-def wants_context(hint: Any) -> bool:
-    if typing.get_origin(hint) is typing.Annotated:
-        hint = typing.get_args(hint)[0]
-    return isinstance(hint, type) and issubclass(hint, Context)
 
 
 def _plain_return(tp: Any) -> bool:
@@ -65,12 +61,10 @@ class Tool:
     """A registered tool. `definition` is the `Tool` object of ``tools/list``."""
 
     name: str
-    fn: Callable[..., Any]
+    body: UserFunction
     definition: dict[str, Any]
     validator: _schema.Validator
     signature: _schema.Signature | None
-    context_param: str | None
-    is_async: bool
     wrap_output: bool | None
     """None: no structured output; False: the value is the object; True: it is wrapped
     as ``{"result": …}``."""
@@ -104,17 +98,13 @@ def make_tool(
     if not desc:
         raise ValueError(f"tool {tool_name!r} needs a description (a docstring or description=)")
     signature: _schema.Signature | None = None
-    context_param: str | None = None
     if input_schema is None:
         signature = _schema.Signature(fn, name=tool_name, skip=wants_context, arg_docs=arg_docs)
-        context_param = signature.context_param
+        body = UserFunction.of(fn, signature.context_param)
         schema = signature.schema
     else:
         schema = input_schema
-        hints = typing.get_type_hints(fn, include_extras=True)
-        for pname in inspect.signature(fn).parameters:
-            if wants_context(hints.get(pname)):
-                context_param = pname
+        body = UserFunction.of(fn)
     _schema.check_tool_input_schema(schema)
     validator = _schema.Validator(schema)
     if input_schema is not None:
@@ -144,34 +134,26 @@ def make_tool(
                 f"tool {tool_name!r}: structured output needs a typed return annotation"
             )
 
-    definition: dict[str, Any] = {"name": tool_name}
-    if title:
-        definition["title"] = title
-    definition["description"] = desc
-    definition["inputSchema"] = schema
+    tool_body: dict[str, Any] = {"inputSchema": schema}
     if output_schema is not None:
-        definition["outputSchema"] = output_schema
-    if annotations:
-        definition["annotations"] = {ANNOTATION_KEYS.get(k, k): v for k, v in annotations.items()}
-    if icons:
-        definition["icons"] = icons
-    if meta:
-        definition["_meta"] = meta
+        tool_body["outputSchema"] = output_schema
     return Tool(
         name=tool_name,
-        fn=fn,
-        definition=definition,
+        body=body,
+        definition=definition(
+            {"name": tool_name},
+            title=title,
+            description=desc,
+            body=tool_body,
+            annotations={ANNOTATION_KEYS.get(k, k): v for k, v in (annotations or {}).items()},
+            icons=icons,
+            meta=meta,
+        ),
         validator=validator,
         signature=signature,
-        context_param=context_param,
-        is_async=inspect.iscoroutinefunction(fn),
         wrap_output=wrap,
         output_validator=output_validator,
     )
-
-
-_PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
-"""Return types that are never awaitable (checked before the slower `inspect.isawaitable`)."""
 
 
 def error_result(message: str) -> dict[str, Any]:
@@ -217,7 +199,7 @@ async def invoke(
     tool: Tool,
     arguments: dict[str, Any],
     ctx: Context,
-    run_sync: Callable[[Callable[[], Any]], Awaitable[Any]],
+    run_sync: RunSync,
 ) -> dict[str, Any]:
     """Validate ``arguments``, run the tool and shape its result.
 
@@ -231,15 +213,8 @@ async def invoke(
         kwargs = tool.signature.bind(arguments) if tool.signature else dict(arguments)
     except (TypeError, ValueError) as exc:
         return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
-    if tool.context_param:
-        kwargs[tool.context_param] = ctx
     try:
-        if tool.is_async:
-            value = await tool.fn(**kwargs)
-        else:
-            value = await run_sync(lambda: tool.fn(**kwargs))
-        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
-            value = await value
+        value = await tool.body.call(kwargs, ctx, run_sync)
         if isinstance(value, InputRequired):
             raise value
         return shape_result(tool, value)
