@@ -15,8 +15,8 @@ from .server.content import (
     text,
 )
 from .server.context import Context
-from .server.core import Server
 from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
+from .server.server import Server
 
 if TYPE_CHECKING:
     from .client import Client

@@ -29,6 +29,7 @@ from typing import Any
 from .spec import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    LEGACY_RESOURCE_NOT_FOUND,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
 )
@@ -115,13 +116,16 @@ class ToolError(Error):
     """Raise from a tool body to return ``isError: true`` with exactly this message."""
 
 
-def wire_error(exc: BaseException, method: str) -> JsonRpcError:
+def wire_error(exc: BaseException, method: str, *, legacy: bool = False) -> JsonRpcError:
     """The error a peer is sent for ``exc`` raised while serving ``method``.
 
-    A `JsonRpcError` is sent as it is; anything else is our own failure: it is logged with
-    its traceback (stderr only) and the peer gets -32603 naming the method, nothing more.
+    A `JsonRpcError` is sent as it is, but for a legacy (``initialize``) session a missing
+    resource is -32002, as its revisions specify. Anything else is our own failure: it is
+    logged with its traceback (stderr only) and the peer gets -32603 naming the method.
     """
     if isinstance(exc, JsonRpcError):
+        if legacy and isinstance(exc, ResourceNotFoundError):
+            return JsonRpcError(LEGACY_RESOURCE_NOT_FOUND, exc.message, exc.data)
         return exc
     log.error("internal error while handling %s", method, exc_info=exc)
     return InternalError(f"Internal error while handling {method}")

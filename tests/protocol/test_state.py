@@ -187,7 +187,7 @@ def test_ledger_forgets_nonces_once_expired_and_fails_closed_when_full() -> None
 def test_server_single_use_option() -> None:
     from mcpline import Server
 
-    assert isinstance(Server("a").state_sealer.ledger, MemoryNonceLedger)
-    assert Server("b", state_single_use=False).state_sealer.ledger is None
+    assert isinstance(Server("a")._dispatch.sealer.ledger, MemoryNonceLedger)
+    assert Server("b", state_single_use=False)._dispatch.sealer.ledger is None
     shared = MemoryNonceLedger()
-    assert Server("c", state_single_use=shared).state_sealer.ledger is shared
+    assert Server("c", state_single_use=shared)._dispatch.sealer.ledger is shared

@@ -8,8 +8,8 @@ import pytest
 
 from mcpline import Server
 from mcpline.jsonrpc import notification, result_response
+from mcpline.server.connection import Connection
 from mcpline.server.outbound import Action, Kind, decide
-from mcpline.server.runtime import Connection
 
 LIMIT = 1000
 

@@ -59,7 +59,7 @@ def register(sub: Any) -> None:
 
 def load_server(target: str) -> Any:
     """Import ``FILE[:OBJECT]`` (without running its ``__main__`` block) and return the Server."""
-    from ..server.core import Server
+    from ..server.server import Server
 
     path_text, _, obj_name = target.rpartition(":")
     if not path_text or not obj_name.isidentifier():

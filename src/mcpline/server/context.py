@@ -7,14 +7,15 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import MISSING, RequestId, notification
+from ..jsonrpc import MISSING, notification
 from ..protocol.capabilities import has_capability, require_capability
 from ..protocol.meta import RequestMeta
-from ..spec import LOG_LEVEL_RANK, PYTHON_LOG_LEVEL
+from ..spec import LOG_LEVEL_RANK, MESSAGE, PROGRESS, PYTHON_LOG_LEVEL
 
 if TYPE_CHECKING:
+    from .engine import Exchange
+    from .eras import EraHost
     from .mrtr import InputRequest
-    from .runtime import Connection
 
 
 def _finite(value: Any) -> bool:
@@ -34,33 +35,27 @@ class Context:
         "request_id",
         "method",
         "meta",
-        "_conn",
+        "_exchange",
+        "_host",
         "_loop",
         "_loop_thread",
         "_last_progress",
-        "closed",
-        "logger_name",
-        "extra",
         "input_responses",
         "state",
         "asked",
         "legacy_version",
     )
 
-    def __init__(
-        self, conn: Connection, request_id: RequestId, method: str, meta: RequestMeta | None
-    ) -> None:
-        self.request_id = request_id
-        self.method = method
+    def __init__(self, exchange: Exchange, meta: RequestMeta | None, host: EraHost) -> None:
+        self.request_id = exchange.request.id
+        self.method = exchange.request.method
         self.meta = meta
-        self._conn = conn
-        self._loop = conn.loop
-        self._loop_thread = conn.loop_thread
+        self._exchange = exchange
+        self._host = host
+        peer = exchange.peer
+        self._loop = peer.loop
+        self._loop_thread = peer.loop_thread
         self._last_progress: float | None = None
-        self.closed = False
-        """True once the response was written or the request was cancelled."""
-        self.logger_name = conn.server.name
-        self.extra: dict[str, Any] = {}
         self.input_responses: dict[str, dict[str, Any]] = {}
         """MRTR: the client's answers on a retry (``inputResponses``), checked to be objects."""
         self.state: Any = None
@@ -69,6 +64,11 @@ class Context:
         """MRTR: input key → method of the requests recorded in the sealed state."""
         self.legacy_version: str | None = None
         """The negotiated revision when this request belongs to a legacy (initialize) session."""
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this request belongs to a legacy (``initialize``) session."""
+        return self.legacy_version is not None
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -80,12 +80,13 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        return self.closed
+        """True once the request was cancelled or answered: nothing more reaches the client."""
+        return not self._exchange.open
 
     @property
     def lifespan(self) -> Any:
         """What the server's lifespan hook yielded (``None`` without one)."""
-        return self._conn.server.lifespan_state
+        return self._host.lifespan
 
     def has_capability(self, path: str) -> bool:
         """Whether this request declared a client capability, e.g. ``"sampling"``."""
@@ -137,7 +138,7 @@ class Context:
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         token = self.meta.progress_token if self.meta else None
-        if token is None or self.closed:
+        if token is None or not self._exchange.open:
             return
         if not _finite(progress) or (total is not None and not _finite(total)):
             logging.getLogger("mcpline").warning(
@@ -161,7 +162,7 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        self._conn.send_for(self, notification("notifications/progress", params))
+        self._exchange.send(notification(PROGRESS, params))
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Log for this request: a `notifications/message` when the request's ``logLevel``
@@ -171,17 +172,14 @@ class Context:
         self._call(self._log, level, data, logger)
 
     def _log(self, level: str, data: Any, logger: str | None) -> None:
-        if self.closed:
+        if not self._exchange.open:
             return
+        name = logger or self._host.info["name"]
         if self.meta is not None and self.meta.wants_log(level):
-            params: dict[str, Any] = {
-                "level": level,
-                "logger": logger or self.logger_name,
-                "data": data,
-            }
-            self._conn.send_for(self, notification("notifications/message", params))
+            params: dict[str, Any] = {"level": level, "logger": name, "data": data}
+            self._exchange.send(notification(MESSAGE, params))
         else:
-            logging.getLogger(logger or self.logger_name).log(PYTHON_LOG_LEVEL[level], "%s", data)
+            logging.getLogger(name).log(PYTHON_LOG_LEVEL[level], "%s", data)
 
     def debug(self, data: Any) -> None:
         self.log("debug", data)

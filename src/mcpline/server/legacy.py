@@ -1,15 +1,15 @@
 """The legacy era: clients that open with ``initialize`` (2025-11-25, 2025-06-18, 2025-03-26).
 
-Installed by `Server` (``legacy=True``, the default) through its seams: ``era_router``
-claims ``initialize`` and, on a connection that sent one, every request without modern
-``_meta``; ``response_hook`` routes the client's answers to our server-to-client requests;
-``notification_hooks`` sees ``notifications/initialized``; ``list_changed_hook`` sends
-list-changed notifications to legacy sessions.
+An `mcpline.server.eras.Era` that `Server` adds (``legacy=True``, the default): it claims
+``initialize`` and, on a peer that sent one, every request without modern ``_meta``; it
+takes the client's answers to our server-to-client requests and
+``notifications/initialized``, and sends list-changed and resource-updated notifications to
+the session. It sees the server only through `mcpline.server.eras.EraHost`.
 
 The session (negotiated version, client capabilities, log level, subscriptions) lives in
-``Connection.state`` of the connection that sent ``initialize``. Requests carrying modern
-``_meta`` on the same connection are still served statelessly under the modern rules, so
-both eras work at once on one process.
+``peer.scoped`` of the peer that sent ``initialize``. Requests carrying modern ``_meta`` on
+the same peer never reach this module: they are served statelessly under the modern rules,
+so both eras work at once on one process.
 
 Legacy results follow the legacy schema: no ``resultType``, no serverInfo ``_meta``, no
 ``ttlMs``/``cacheScope``, and a missing resource is -32002. An MRTR handler works unchanged:
@@ -29,22 +29,35 @@ import msgspec
 
 from .. import jsonrpc
 from ..errors import JsonRpcError
-from ..jsonrpc import MISSING, Request, Response, notification
-from ..protocol.meta import RequestMeta, has_modern_meta
+from ..jsonrpc import MISSING, Response, notification
+from ..protocol.meta import RequestMeta
 from ..spec import (
+    CANCELLED,
+    ELICIT,
+    INITIALIZE,
+    INITIALIZED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    LEGACY_URL_ELICITATION_FROM,
     LEGACY_VERSIONS,
+    LIST_CHANGED,
     LOG_LEVEL_RANK,
     LOG_LEVELS,
     METHOD_NOT_FOUND,
+    MODERN_ONLY_METHODS,
     MRTR_METHODS,
+    PING,
+    RESOURCE_UPDATED,
     SERVER_INFO_KEY,
+    SET_LEVEL,
+    SUBSCRIBE,
+    TOOLS_CALL,
+    UNSUBSCRIBE,
 )
+from ..wire import encode
 from .context import Context
 from .mrtr import (
-    ELICIT,
     InputRequest,
     InputRequired,
     content_problems,
@@ -56,15 +69,14 @@ from .outbound import Kind
 from .tools import error_result
 
 if TYPE_CHECKING:
-    from .core import Method, Server
-    from .runtime import Connection
+    from ._dispatch import Method
+    from .engine import Exchange, Peer, Routed
+    from .eras import EraHost
 
 log = logging.getLogger("mcpline.server")
 
-STATE_KEY = "mcpline.legacy"
-"""Where a connection keeps its `LegacySession` in ``Connection.state``."""
-RESOURCE_NOT_FOUND = -32002
-MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+SESSION_KEY = "mcpline.legacy"
+"""Where a peer keeps its `LegacySession` in ``peer.scoped``."""
 _STRIPPED = frozenset({"resultType", "ttlMs", "cacheScope"})
 _LEGACY_CAPABILITY_KEYS = (
     "experimental",
@@ -145,71 +157,61 @@ class LegacyEra:
 
     def __init__(
         self,
-        server: Server,
+        host: EraHost,
         *,
         server_info: dict[str, Any] | None = None,
         request_timeout: float = 300.0,
         max_rounds: int = 16,
         max_outstanding: int = 64,
     ) -> None:
-        self.server = server
+        self._host = host
         self.server_info = server_info
         self.request_timeout = request_timeout
         self.max_rounds = max_rounds
         self.max_outstanding = max_outstanding
         self.on_set_level: Callable[[Context, str], Any] | None = None
         self.on_subscribe: Callable[[Context, str, bool], Any] | None = None
-        self.methods: dict[
+        self._methods: dict[
             str, Callable[[Context, LegacySession, dict[str, Any]], Awaitable[dict[str, Any]]]
         ] = {
-            "ping": self._ping,
-            "logging/setLevel": self._set_level,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
+            PING: self._ping,
+            SET_LEVEL: self._set_level,
+            SUBSCRIBE: self._subscribe,
+            UNSUBSCRIBE: self._unsubscribe,
         }
-        self._next_router = server.era_router
-        self._next_response_hook = server.response_hook
-        self._next_list_changed = server.list_changed_hook
-        self._next_initialized = server.notification_hooks.get("notifications/initialized")
-        server.era_router = self.route
-        server.response_hook = self._on_response
-        server.list_changed_hook = self._on_list_changed
-        server.notification_hooks["notifications/initialized"] = self._on_initialized
 
     # --- routing -------------------------------------------------------------------------------
 
     @staticmethod
-    def session(conn: Connection) -> LegacySession | None:
-        return conn.state.get(STATE_KEY)
+    def session(peer: Peer) -> LegacySession | None:
+        return peer.scoped.get(SESSION_KEY)
 
-    def route(
-        self, conn: Connection, req: Request
-    ) -> tuple[Context, Awaitable[dict[str, Any]]] | None:
-        """Claim ``initialize`` and, once initialized, requests without modern ``_meta``."""
-        if has_modern_meta(req.params):
-            return self._next_router(conn, req) if self._next_router else None
-        if req.method == "initialize":
-            return self._initialize(conn, req)
-        session = self.session(conn)
+    def route(self, exchange: Exchange) -> Routed | None:
+        """Claim ``initialize`` and, once initialized, every request (the engine sends only
+        requests without modern ``_meta`` here)."""
+        req = exchange.request
+        if req.method == INITIALIZE:
+            return self._initialize(exchange)
+        session = self.session(exchange.peer)
         if session is None:
-            return self._next_router(conn, req) if self._next_router else None
+            return None
         params = {} if req.params is MISSING or req.params is None else req.params
         if type(params) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "Invalid params: params must be an object")
-        ctx = Context(conn, req.id, req.method, self._meta(session, params))
+        ctx = Context(exchange, self._meta(session, params), self._host)
         ctx.legacy_version = session.version
-        own = self.methods.get(req.method)
+        own = self._methods.get(req.method)
         if own is not None:
-            return ctx, own(ctx, session, params)
-        method = self.server.methods.get(req.method)
+            return ctx, own(ctx, session, params), False
+        method = self._host.method(req.method)
         if method is None or req.method in MODERN_ONLY_METHODS:
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {req.method}")
-        if method.capability is not None and method.capability not in self.server.capabilities():
+        if method.capability is not None and not self._host.offers(method.capability):
             raise JsonRpcError(
                 METHOD_NOT_FOUND,
                 f"Method not found: {req.method} (this server does not offer {method.capability})",
             )
-        return ctx, self._run(method, ctx, session, params)
+        return ctx, self._run(method, ctx, session, params), False
 
     @staticmethod
     def _meta(session: LegacySession, params: dict[str, Any]) -> RequestMeta:
@@ -230,7 +232,7 @@ class LegacyEra:
     def capabilities(self) -> dict[str, Any]:
         """Our capabilities as a legacy ServerCapabilities: list changes are pushed to the
         session and resources can be subscribed to."""
-        modern = self.server.capabilities()
+        modern = self._host.capabilities()
         caps: dict[str, Any] = {}
         for key in _LEGACY_CAPABILITY_KEYS:
             if key in modern:
@@ -243,14 +245,13 @@ class LegacyEra:
         caps["logging"] = {}
         return caps
 
-    def _initialize(
-        self, conn: Connection, req: Request
-    ) -> tuple[Context, Awaitable[dict[str, Any]]]:
-        if self.session(conn) is not None:
+    def _initialize(self, exchange: Exchange) -> Routed:
+        peer = exchange.peer
+        if self.session(peer) is not None:
             raise JsonRpcError(
                 INVALID_REQUEST, "Invalid Request: this connection is already initialized"
             )
-        params = req.params
+        params = exchange.request.params
         if type(params) is not dict:
             raise JsonRpcError(INVALID_PARAMS, "Invalid params: initialize needs params")
         requested = params.get("protocolVersion")
@@ -267,30 +268,31 @@ class LegacyEra:
                 INVALID_PARAMS, "Invalid params: initialize needs a capabilities object"
             )
         session = LegacySession(negotiate(requested), caps, info if type(info) is dict else None)
-        conn.state[STATE_KEY] = session
-        conn.close_hooks.append(self._on_close)
-        ctx = Context(conn, req.id, req.method, None)
+        peer.scoped[SESSION_KEY] = session
+        peer.close_hooks.append(self._on_close)
+        ctx = Context(exchange, None, self._host)
         ctx.legacy_version = session.version
-        return ctx, self._initialize_result(session)
+        return ctx, self._initialize_result(session), False
 
     async def _initialize_result(self, session: LegacySession) -> dict[str, Any]:
-        await self.server.wait_ready()
+        await self._host.wait_ready()
         result: dict[str, Any] = {
             "protocolVersion": session.version,
             "capabilities": self.capabilities(),
-            "serverInfo": dict(self.server_info or self.server.info),
+            "serverInfo": dict(self.server_info or self._host.info),
         }
-        if self.server.instructions:
-            result["instructions"] = self.server.instructions
+        if self._host.instructions:
+            result["instructions"] = self._host.instructions
         session.answered = True
         return result
 
-    def _on_initialized(self, conn: Connection, params: Any) -> None:
-        session = self.session(conn)
+    def on_notification(self, peer: Peer, note: jsonrpc.Notification) -> bool:
+        if note.method != INITIALIZED:
+            return False
+        session = self.session(peer)
         if session is not None:
             session.initialized.set()
-        if self._next_initialized is not None:
-            self._next_initialized(conn, params)
+        return True
 
     # --- legacy-only methods -------------------------------------------------------------------
 
@@ -332,7 +334,7 @@ class LegacyEra:
         return {}
 
     def _uri(self, params: dict[str, Any]) -> str:
-        if "resources" not in self.server.capabilities():
+        if not self._host.offers("resources"):
             raise JsonRpcError(
                 METHOD_NOT_FOUND, "Method not found: this server offers no resources"
             )
@@ -353,7 +355,7 @@ class LegacyEra:
         self, method: Method, ctx: Context, session: LegacySession, params: dict[str, Any]
     ) -> dict[str, Any]:
         if method.waits_for_lifespan:
-            await self.server.wait_ready()
+            await self._host.wait_ready()
         params = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
         try:
             if ctx.method in MRTR_METHODS:
@@ -364,21 +366,10 @@ class LegacyEra:
                 except InputRequired:
                     raise refuse(ctx.method) from None
         except ClientInputError as exc:
-            if ctx.method != "tools/call":
+            if ctx.method != TOOLS_CALL:
                 raise
             result = error_result(exc.message)
-        except JsonRpcError as exc:
-            raise self._legacy_error(ctx.method, exc) from None
         return legacy_result(result)
-
-    @staticmethod
-    def _legacy_error(method: str, exc: JsonRpcError) -> JsonRpcError:
-        """-32002 for a missing resource, as the legacy revisions specify."""
-        from ..errors import ResourceNotFoundError
-
-        if method == "resources/read" and isinstance(exc, ResourceNotFoundError):
-            return JsonRpcError(RESOURCE_NOT_FOUND, exc.message, exc.data)
-        return exc
 
     async def _run_mrtr(
         self, method: Method, ctx: Context, session: LegacySession, params: dict[str, Any]
@@ -427,7 +418,7 @@ class LegacyEra:
         self, ctx: Context, session: LegacySession, key: str, req: InputRequest
     ) -> tuple[str, dict[str, Any]]:
         params = dict(req.params)
-        if req.method == ELICIT and session.version < "2025-11-25":
+        if req.method == ELICIT and session.version < LEGACY_URL_ELICITATION_FROM:
             params.pop("mode", None)  # no modes before 2025-11-25 (form only)
         resp = await self.client_request(ctx, session, req.method, params)
         if resp.is_error:
@@ -463,54 +454,53 @@ class LegacyEra:
         ``notifications/cancelled``; a timeout does the same and raises `ClientInputError`,
         as do ``max_outstanding`` requests already waiting and a client that is not reading.
         """
-        conn = ctx._conn
+        exchange = ctx._exchange
+        peer = exchange.peer
         if len(session.pending) >= self.max_outstanding:
             raise ClientInputError(
                 f"too many requests to the client await an answer ({len(session.pending)}, "
                 f"limit {self.max_outstanding}); {method} was not sent"
             )
         rid = session.next_id()
-        fut: asyncio.Future[Response] = conn.loop.create_future()
-        if not conn.send(jsonrpc.request(rid, method, params), Kind.PEER_REQUEST):
+        fut: asyncio.Future[Response] = peer.loop.create_future()
+        if not exchange.send(jsonrpc.request(rid, method, params), Kind.PEER_REQUEST):
             raise ClientInputError(
                 f"the client is not reading what this server writes; {method} was not sent"
             )
         session.pending[rid] = fut
         try:
-            with conn.waiting_on_peer(ctx):
+            with exchange.waiting():
                 return await asyncio.wait_for(fut, self.request_timeout)
         except asyncio.TimeoutError:
-            self._cancel_client_request(conn, rid, "timed out")
+            self._cancel_client_request(peer, rid, "timed out")
             raise ClientInputError(
                 f"the client did not answer {method} within {self.request_timeout:g} s"
             ) from None
         except asyncio.CancelledError:
             self._cancel_client_request(
-                conn, rid, "the request that needed this input was cancelled"
+                peer, rid, "the request that needed this input was cancelled"
             )
             raise
         finally:
             session.pending.pop(rid, None)
 
     @staticmethod
-    def _cancel_client_request(conn: Connection, rid: int, reason: str) -> None:
-        if not conn.closing.is_set():
-            conn.send(
-                notification("notifications/cancelled", {"requestId": rid, "reason": reason}),
-                Kind.ADVISORY,
-            )
+    def _cancel_client_request(peer: Peer, rid: int, reason: str) -> None:
+        if not peer.closing.is_set():
+            note = notification(CANCELLED, {"requestId": rid, "reason": reason})
+            peer.send(encode(note), Kind.ADVISORY)
 
-    def _on_response(self, conn: Connection, resp: Response) -> bool:
-        session = self.session(conn)
+    def on_response(self, peer: Peer, resp: Response) -> bool:
+        session = self.session(peer)
         if session is not None and type(resp.id) is int:
             fut = session.pending.get(resp.id)
             if fut is not None and not fut.done():
                 fut.set_result(resp)
                 return True
-        return self._next_response_hook(conn, resp) if self._next_response_hook else False
+        return False
 
-    def _on_close(self, conn: Connection) -> None:
-        session = self.session(conn)
+    def _on_close(self, peer: Peer) -> None:
+        session = self.session(peer)
         if session is None:
             return
         for fut in session.pending.values():
@@ -521,18 +511,13 @@ class LegacyEra:
 
     # --- notifications to legacy sessions -----------------------------------------------------
 
-    def _on_list_changed(self, conn: Connection, kind: str) -> None:
-        session = self.session(conn)
+    def list_changed(self, peer: Peer, kind: str) -> None:
+        session = self.session(peer)
         if session is not None and session.answered:
-            conn.send(notification(f"notifications/{kind}/list_changed"), Kind.SESSION)
-        if self._next_list_changed is not None:
-            self._next_list_changed(conn, kind)
+            peer.send(encode(notification(LIST_CHANGED[kind][1])), Kind.SESSION)
 
-    def resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to the legacy sessions subscribed to ``uri``."""
-        for conn in list(self.server.connections):
-            session = self.session(conn)
-            if session is not None and session.answered and uri in session.subscriptions:
-                conn.send(
-                    notification("notifications/resources/updated", {"uri": uri}), Kind.SESSION
-                )
+    def resource_updated(self, peer: Peer, uri: str) -> None:
+        """``notifications/resources/updated`` when ``peer``'s session subscribed to ``uri``."""
+        session = self.session(peer)
+        if session is not None and session.answered and uri in session.subscriptions:
+            peer.send(encode(notification(RESOURCE_UPDATED, {"uri": uri})), Kind.SESSION)

@@ -30,16 +30,22 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JsonRpcError, MissingCapabilityError
 from ..jsonrpc import MISSING
-from ..spec import INTERNAL_ERROR, INVALID_PARAMS, MRTR_METHODS
+from ..spec import (
+    ELICIT,
+    INPUT_METHODS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LEGACY_ELICITATION_FROM,
+    LEGACY_URL_ELICITATION_FROM,
+    MRTR_METHODS,
+    ROOTS,
+    SAMPLE,
+)
 
 if TYPE_CHECKING:
     from ..protocol.state import StateSealer
     from .context import Context
 
-ELICIT = "elicitation/create"
-SAMPLE = "sampling/createMessage"
-ROOTS = "roots/list"
-INPUT_METHODS = frozenset({ELICIT, SAMPLE, ROOTS})
 
 _PY_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
@@ -191,9 +197,6 @@ class InputRequired(Exception):
 
 
 # --- capabilities ---------------------------------------------------------------------------
-
-LEGACY_ELICITATION_FROM = "2025-06-18"
-LEGACY_URL_ELICITATION_FROM = "2025-11-25"
 
 
 def can_ask(

@@ -1,6 +1,6 @@
 """The outbound bound: what to do with one more message for a peer that may not be reading.
 
-Pure policy; `mcpline.server.runtime.Connection` applies it. ``buffered`` is every byte
+Pure policy; `mcpline.server.connection.Connection` applies it. ``buffered`` is every byte
 written for the peer and not yet taken by the kernel (our own queue plus the transport's
 write buffer). See ``docs/backpressure.md``.
 """

@@ -18,24 +18,26 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JsonRpcError
 from ..jsonrpc import notification, result_response
-from ..spec import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, SUBSCRIPTION_ID_KEY
+from ..spec import (
+    ACKNOWLEDGED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LIST_CHANGED,
+    METHOD_NOT_FOUND,
+    RESOURCE_UPDATED,
+    SUBSCRIPTION_ID_KEY,
+)
 from .context import Context
 from .outbound import Kind
 
 if TYPE_CHECKING:
-    from .core import Server
-    from .runtime import Connection
+    from ._dispatch import Dispatcher
+    from .engine import Exchange, Peer
 
 log = logging.getLogger("mcpline.server")
 
-STATE_KEY = "mcpline.listens"
-ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-LIST_CHANGED = {
-    "tools": ("toolsListChanged", "notifications/tools/list_changed"),
-    "prompts": ("promptsListChanged", "notifications/prompts/list_changed"),
-    "resources": ("resourcesListChanged", "notifications/resources/list_changed"),
-}
-RESOURCE_UPDATED = "notifications/resources/updated"
+LISTENS_KEY = "mcpline.listens"
+"""Where a peer keeps its open listens in ``peer.scoped``."""
 FLAG_CAPABILITY = {
     "toolsListChanged": "tools",
     "promptsListChanged": "prompts",
@@ -47,17 +49,17 @@ FLAG_CAPABILITY = {
 class Listen:
     """One open subscription."""
 
-    ctx: Context
+    exchange: Exchange
     honoured: dict[str, Any]
     uris: tuple[str, ...]
     done: asyncio.Future[None]
 
     @property
     def id(self) -> Any:
-        return self.ctx.request_id
+        return self.exchange.id
 
     def meta(self) -> dict[str, Any]:
-        return {SUBSCRIPTION_ID_KEY: self.ctx.request_id}
+        return {SUBSCRIPTION_ID_KEY: self.exchange.id}
 
 
 def honour(requested: Any, capabilities: dict[str, Any], watchable: Any) -> dict[str, Any]:
@@ -108,21 +110,28 @@ class Subscriptions:
 
     max_per_connection = 1024
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
+    def __init__(self, dispatch: Dispatcher) -> None:
+        self._dispatch = dispatch
 
     def available(self) -> bool:
         """Whether anything can be listened to (else ``subscriptions/listen`` is -32601)."""
-        caps = self.server.capabilities()
+        caps = self._dispatch.capabilities()
         return any(
             caps.get(c, {}).get("listChanged") for c in ("tools", "prompts", "resources")
         ) or bool(caps.get("resources", {}).get("subscribe"))
 
     @staticmethod
-    def listens(conn: Connection) -> dict[tuple[type, Any], Listen]:
-        found: dict[tuple[type, Any], Listen] | None = conn.state.get(STATE_KEY)
+    def listens(peer: Peer) -> dict[tuple[type, Any], Listen]:
+        """The open listens of ``peer`` (empty if it never opened one)."""
+        found: dict[tuple[type, Any], Listen] = peer.scoped.get(LISTENS_KEY, {})
+        return found
+
+    def _table(self, peer: Peer) -> dict[tuple[type, Any], Listen]:
+        found: dict[tuple[type, Any], Listen] | None = peer.scoped.get(LISTENS_KEY)
         if found is None:
-            found = conn.state[STATE_KEY] = {}
+            found = peer.scoped[LISTENS_KEY] = {}
+            peer.close_hooks.append(self.close_all)
+            peer.overflow_hooks.append(self.close_all)
         return found
 
     async def listen(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -133,65 +142,59 @@ class Subscriptions:
                 "Method not found: subscriptions/listen (this server advertises no "
                 "listChanged or subscribe capability)",
             )
-        honoured = honour(
-            params.get("notifications"), self.server.capabilities(), self.server.watchable
-        )
-        conn: Connection = ctx._conn
-        table = self.listens(conn)
+        d = self._dispatch
+        honoured = honour(params.get("notifications"), d.capabilities(), d.watchable)
+        exchange = ctx._exchange
+        peer = exchange.peer
+        table = self._table(peer)
         if len(table) >= self.max_per_connection:
             raise JsonRpcError(
                 INTERNAL_ERROR,
                 f"Too many open subscriptions on this connection (limit {self.max_per_connection})",
             )
-        if not conn.state.get(STATE_KEY + ".hooked"):
-            conn.state[STATE_KEY + ".hooked"] = True
-            conn.close_hooks.append(self.close_all)
-            conn.overflow_hooks.append(self.close_all)
         sub = Listen(
-            ctx,
+            exchange,
             honoured,
             tuple(honoured.get("resourceSubscriptions", ())),
-            conn.loop.create_future(),
+            peer.loop.create_future(),
         )
-        key = (type(ctx.request_id), ctx.request_id)
+        key = (type(exchange.id), exchange.id)
         table[key] = sub
         try:
-            conn.send_for(
-                ctx,
+            exchange.send(
                 notification(ACKNOWLEDGED, {"_meta": sub.meta(), "notifications": honoured}),
                 Kind.STREAM,
             )
-            if not conn.closing.is_set():  # else the close hooks already ran: end it now
+            if not peer.closing.is_set():  # else the close hooks already ran: end it now
                 await sub.done
         finally:
             if table.get(key) is sub:
                 del table[key]
         return {"_meta": sub.meta()}
 
-    # --- delivery (on the connection's loop thread) ---
+    # --- delivery (on the peer's loop thread) ---
 
-    def list_changed(self, conn: Connection, kind: str) -> None:
+    def list_changed(self, peer: Peer, kind: str) -> None:
         flag, method = LIST_CHANGED[kind]
-        for sub in list(self.listens(conn).values()):
+        for sub in list(self.listens(peer).values()):
             if sub.honoured.get(flag):
-                conn.send_for(sub.ctx, notification(method, {"_meta": sub.meta()}), Kind.STREAM)
+                sub.exchange.send(notification(method, {"_meta": sub.meta()}), Kind.STREAM)
 
-    def resource_updated(self, conn: Connection, uri: str) -> None:
-        for sub in list(self.listens(conn).values()):
+    def resource_updated(self, peer: Peer, uri: str) -> None:
+        for sub in list(self.listens(peer).values()):
             if any(_covers(s, uri) for s in sub.uris):
-                conn.send_for(
-                    sub.ctx,
+                sub.exchange.send(
                     notification(RESOURCE_UPDATED, {"_meta": sub.meta(), "uri": uri}),
                     Kind.STREAM,
                 )
 
-    def close_all(self, conn: Connection) -> None:
+    def close_all(self, peer: Peer) -> None:
         """Close and overflow hook: answer every open listen with its graceful completion."""
-        for key, sub in list(self.listens(conn).items()):
-            del self.listens(conn)[key]
-            if not sub.ctx.closed:
-                sub.ctx.closed = True
-                result = self.server.finish_result({"_meta": sub.meta()})
-                conn.send(result_response(sub.id, result))
+        table = self.listens(peer)
+        for key, sub in list(table.items()):
+            del table[key]
+            if sub.exchange.open:
+                result = self._dispatch.finish_result({"_meta": sub.meta()})
+                sub.exchange.reply(result_response(sub.id, result))
             if not sub.done.done():
                 sub.done.set_result(None)

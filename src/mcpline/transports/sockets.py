@@ -36,8 +36,8 @@ from .auth import (
 
 if TYPE_CHECKING:
     from ..client.session import Session
-    from ..server.core import Server
-    from ..server.runtime import Connection
+    from ..server.connection import Connection
+    from ..server.server import Server
 
 log = logging.getLogger("mcpline.server")
 
@@ -173,7 +173,7 @@ class _ServerProtocol(asyncio.Protocol):
             self.timer = loop.call_later(listener.idle_timeout, self._check_idle)
 
     def _open(self) -> None:
-        from ..server.runtime import Connection
+        from ..server.connection import Connection
 
         transport = self.transport
         assert transport is not None
@@ -304,7 +304,7 @@ async def serve_socket(
     if idle_timeout is not None and idle_timeout <= 0:
         raise ListenError("the idle timeout must be positive")
     if max_line_bytes is None:
-        max_line_bytes = min(server.max_line_bytes, SOCKET_MAX_LINE_BYTES)
+        max_line_bytes = min(server.options.max_line_bytes, SOCKET_MAX_LINE_BYTES)
     elif max_line_bytes < 1:
         raise ListenError("the line limit must be positive")
     if addr.kind == "tcp" and auth:
@@ -328,7 +328,7 @@ async def serve_socket(
     def factory() -> _ServerProtocol:
         return _ServerProtocol(listener)
 
-    async with server.running():
+    async with server._services.running():
         if addr.kind == "unix":
             _remove_stale_socket(addr.path)
             old_umask = os.umask(0o177)  # the socket file is created 0600: owner only
@@ -379,7 +379,7 @@ async def serve_socket(
             for proto in list(listener.active):
                 proto.stop()
             if listener.tasks:
-                await asyncio.wait(list(listener.tasks), timeout=server.shutdown_grace + 2)
+                await asyncio.wait(list(listener.tasks), timeout=server.options.shutdown_grace + 2)
             await sock_server.wait_closed()
             if addr.kind == "unix":
                 with contextlib.suppress(OSError):

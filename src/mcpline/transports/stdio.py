@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..server.core import Server
-    from ..server.runtime import Connection
+    from ..server.connection import Connection
+    from ..server.server import Server
 
 log = logging.getLogger("mcpline.server")
 
@@ -262,10 +262,10 @@ async def serve_fds(
     server: Server, in_fd: int, out_fd: int, *, parent_poll: float | None = 0.5
 ) -> None:
     """Serve one connection over two file descriptors until EOF, a signal or parent death."""
-    from ..server.runtime import Connection
+    from ..server.connection import Connection
 
     loop = asyncio.get_running_loop()
-    async with server.running():
+    async with server._services.running():
         writer = Writer(out_fd)
         await writer.open()
         # Some loops (uvloop) deliver data while the reader is still being opened, so the

@@ -1,0 +1,314 @@
+"""The built-in methods of a server: their handlers, capabilities, pagination and results.
+
+`Dispatcher` answers what the eras ask of a server (`mcpline.server.eras.EraHost`): which
+method serves a name, what is offered, and how a modern result is finished; its handlers
+read the `Server`'s registry.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import InvalidParams, MethodNotFound
+from ..jsonrpc import MISSING
+from ..protocol.state import StateSealer
+from ..spec import (
+    COMPLETE,
+    DISCOVER,
+    LEGACY_ONLY_METHODS,
+    LEGACY_VERSIONS,
+    LISTEN,
+    MRTR_METHODS,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    SERVER_INFO_KEY,
+    TOOLS_CALL,
+    TOOLS_LIST,
+)
+from .context import Context
+from .mrtr import InputRequired, refuse, run_modern
+from .tools import invoke
+
+if TYPE_CHECKING:
+    from ._lifespan import Services
+    from .server import Server, ServerOptions
+    from .subscriptions import Subscriptions
+
+Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Method(msgspec.Struct, frozen=True):
+    """A request method: its handler and the server capability that must be advertised."""
+
+    handler: Handler
+    capability: str | None = None
+    waits_for_lifespan: bool = True
+    long_lived: bool = False
+    """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
+
+
+def encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(kind: str, cursor: Any, limit: int) -> int:
+    """The offset a cursor stands for; -32602 for anything we did not issue."""
+    if not isinstance(cursor, str):
+        raise InvalidParams("Invalid params: cursor must be a string")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, num = raw.partition(":")
+        offset = int(num)
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidParams("Invalid params: unknown cursor") from None
+    if prefix != kind or not 0 < offset <= limit or encode_cursor(kind, offset) != cursor:
+        raise InvalidParams("Invalid params: unknown or expired cursor")
+    return offset
+
+
+class Dispatcher:
+    """The method table of one server and the built-in handlers behind it."""
+
+    def __init__(
+        self,
+        server: Server,
+        options: ServerOptions,
+        services: Services,
+        sealer: StateSealer,
+        *,
+        legacy: bool,
+    ) -> None:
+        self._server = server
+        self.options = options
+        self.services = services
+        self.sealer = sealer
+        self.legacy = legacy
+        """Whether a legacy era serves requests without modern ``_meta`` (for error texts)."""
+        self.supported_versions = options.versions
+        self.methods: dict[str, Method] = {
+            DISCOVER: Method(self._discover, None, waits_for_lifespan=False),
+            TOOLS_LIST: Method(self._tools_list, "tools"),
+            TOOLS_CALL: Method(self._tools_call, "tools"),
+            RESOURCES_LIST: Method(self._resources_list, "resources"),
+            RESOURCES_TEMPLATES_LIST: Method(self._templates_list, "resources"),
+            RESOURCES_READ: Method(self._resources_read, "resources"),
+            PROMPTS_LIST: Method(self._prompts_list, "prompts"),
+            PROMPTS_GET: Method(self._prompts_get, "prompts"),
+            COMPLETE: Method(self._complete, "completions"),
+            LISTEN: Method(self._listen, None, waits_for_lifespan=False, long_lived=True),
+        }
+
+    # --- what the eras ask ------------------------------------------------------------
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self._server.info
+
+    @property
+    def instructions(self) -> str | None:
+        return self.options.instructions
+
+    @property
+    def lifespan(self) -> Any:
+        return self.services.value
+
+    def method(self, name: str) -> Method | None:
+        return self.methods.get(name)
+
+    def modern_method(self, name: str) -> Method:
+        """The method serving ``name`` for a modern request; -32601 when there is none."""
+        method = self.methods.get(name)
+        if method is None:
+            if name in LEGACY_ONLY_METHODS:
+                why = (
+                    f"Method not found: {name} is not part of MCP "
+                    f"{', '.join(self.supported_versions)}"
+                )
+                if self.legacy:
+                    why += (
+                        "; it is served only in an initialize session "
+                        f"({', '.join(LEGACY_VERSIONS)}), i.e. to requests without modern _meta"
+                    )
+                raise MethodNotFound(why)
+            raise MethodNotFound(f"Method not found: {name}")
+        if method.capability is not None and not self.offers(method.capability):
+            raise MethodNotFound(
+                f"Method not found: {name} (this server does not offer {method.capability})"
+            )
+        return method
+
+    def capabilities(self) -> dict[str, Any]:
+        return self._server.capabilities()
+
+    def offers(self, capability: str) -> bool:
+        """Whether `capabilities` advertises ``capability`` (cheap for the common ones, since
+        every request asks)."""
+        return self._server._offers(capability)
+
+    async def wait_ready(self) -> None:
+        await self.services.wait_ready()
+
+    @cached_property
+    def subscriptions(self) -> Subscriptions:
+        """Open ``subscriptions/listen`` streams and what they get notified of."""
+        from .subscriptions import Subscriptions
+
+        return Subscriptions(self)
+
+    def has_subscriptions(self) -> bool:
+        """Whether a listen was ever opened (else there is nothing to notify)."""
+        return "subscriptions" in self.__dict__
+
+    def watchable(self, uri: str) -> bool:
+        return self._server._watchable(uri)
+
+    # --- running a modern request ----------------------------------------------------------
+
+    async def call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """Run ``method`` for a modern request (after the lifespan hook) and finish its result."""
+        if method.waits_for_lifespan and not self.services.ready:
+            await self.services.wait_ready()
+        if ctx.method in MRTR_METHODS:
+            result = await run_modern(method.handler, ctx, params, self.sealer)
+        else:
+            try:
+                result = await method.handler(ctx, params)
+            except InputRequired:
+                raise refuse(ctx.method) from None
+        return self.finish_result(result)
+
+    def finish_result(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Stamp a modern result with ``resultType`` and our serverInfo."""
+        result.setdefault("resultType", "complete")
+        if self.options.server_info_in_results:
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {SERVER_INFO_KEY: self.info}
+            elif SERVER_INFO_KEY not in meta:
+                result["_meta"] = {**meta, SERVER_INFO_KEY: self.info}
+        return result
+
+    # --- pagination ------------------------------------------------------------------------
+
+    def paginate(
+        self, kind: str, items: list[Any], params: dict[str, Any]
+    ) -> tuple[list[Any], str | None]:
+        """One page of ``items`` and the cursor of the next (None at the end).
+
+        No cursor (or ``null``) means the first page; any cursor we did not issue for
+        ``kind`` is -32602."""
+        cursor = params.get("cursor", MISSING)
+        if cursor is MISSING or cursor is None:
+            start = 0
+        else:
+            start = decode_cursor(kind, cursor, len(items))
+        end = start + self.options.page_size
+        return items[start:end], (encode_cursor(kind, end) if end < len(items) else None)
+
+    def list_result(self, key: str, page: list[Any], next_cursor: str | None) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            key: page,
+            "ttlMs": self.options.list_ttl_ms,
+            "cacheScope": self.options.cache_scope,
+        }
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    # --- handlers ---------------------------------------------------------------------------
+
+    async def _discover(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(self.supported_versions),
+            "capabilities": self.capabilities(),
+            "ttlMs": self.options.discover_ttl_ms,
+            "cacheScope": self.options.cache_scope,
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _listen(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.subscriptions.listen(ctx, params)
+
+    async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        page, nxt = self.paginate("tools", self._server._listed_tools(), params)
+        return self.list_result("tools", page, nxt)
+
+    async def _tools_call(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("Invalid params: tools/call needs a string 'name'")
+        arguments = params.get("arguments", {})
+        if type(arguments) is not dict:
+            raise InvalidParams("Invalid params: 'arguments' must be an object")
+        tool = self._server._tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
+        return await invoke(tool, arguments, ctx, self.services.submit)
+
+    async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        listed = [r.definition for r in self._server._resources.static.values()]
+        page, nxt = self.paginate("resources", listed, params)
+        return self.list_result("resources", page, nxt)
+
+    async def _templates_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        listed = [r.definition for r in self._server._resources.templates.values()]
+        page, nxt = self.paginate("templates", listed, params)
+        return self.list_result("resourceTemplates", page, nxt)
+
+    async def _resources_read(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import resources as _resources
+
+        uri = _resources.check_uri_param(params)
+        res, kwargs = self._server._resources.resolve(uri)
+        contents = await _resources.read(res, uri, kwargs, ctx, self.services.submit)
+        return _resources.read_result(
+            res, contents, self.options.read_ttl_ms, self.options.read_cache_scope
+        )
+
+    async def _prompts_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        listed = [p.definition for p in self._server._prompts.values()]
+        page, nxt = self.paginate("prompts", listed, params)
+        return self.list_result("prompts", page, nxt)
+
+    async def _prompts_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import prompts as _prompts
+
+        name = _prompts.check_name_param(params)
+        prompt = self._server._prompts.get(name)
+        if prompt is None:
+            raise InvalidParams(f"Unknown prompt: {name!r}", {"name": name})
+        return await _prompts.render(prompt, params.get("arguments"), ctx, self.services.submit)
+
+    async def _complete(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        from . import completion as _completion
+
+        server = self._server
+        query = _completion.parse_query(params)
+        names = _completion.known_arguments(
+            query.kind, query.target, server._prompts, server._resources.templates
+        )
+        if query.argument not in names:
+            raise InvalidParams(
+                f"Invalid params: {query.target!r} has no argument {query.argument!r}"
+            )
+        completer = server._completions.find(query.kind, query.target, query.argument)
+        if completer is not None:
+            found = await _completion.run(completer, query, ctx, self.services.submit)
+            return {"completion": found}
+        if query.kind == "ref/prompt":
+            schema: dict[str, Any] | None = server._prompts[query.target].signature.schema
+        else:
+            sig = server._resources.templates[query.target].signature
+            schema = sig.schema if sig else None
+        choices = _completion.choices_for(schema, query.argument) or []
+        return {"completion": _completion.shape(_completion.prefix_filter(choices, query.value))}

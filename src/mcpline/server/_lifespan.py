@@ -1,0 +1,94 @@
+"""What a running server owns besides its registry: the lifespan hook and the worker threads.
+
+`Services.running` enters the user's lifespan hook in the background (``server/discover`` is
+answered at once; other requests `wait_ready` until the hook has been entered, or get -32603
+if it failed) and starts the pool that runs plain ``def`` handlers off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ..errors import InternalError
+from .workers import WorkerPool
+
+log = logging.getLogger("mcpline.server")
+
+LifespanHook = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]
+"""Called with the `Server`; the value it yields is ``ctx.lifespan``."""
+
+
+class Services:
+    """The lifespan hook's state and the worker pool of one server."""
+
+    def __init__(self, owner: Any, hook: LifespanHook | None, sync_workers: int) -> None:
+        self._owner = owner
+        self._hook = hook
+        self._sync_workers = sync_workers
+        self.value: Any = None
+        """What the lifespan hook yielded (``None`` without one, or before it is entered)."""
+        self._ready: asyncio.Event | None = None
+        self._failed = False
+        self._workers: WorkerPool | None = None
+
+    @property
+    def ready(self) -> bool:
+        """The hook has been entered (or there is none) and did not fail."""
+        return not self._failed and self._ready is not None and self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        """Wait for the lifespan hook to be entered; -32603 if it failed."""
+        if self._ready is not None:
+            await self._ready.wait()
+        if self._failed:
+            raise InternalError("Internal error: the server failed to start")
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Enter the lifespan hook in the background and own the worker threads."""
+        self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
+        self._ready = asyncio.Event()
+        task: asyncio.Task[None] | None = None
+        stop = asyncio.Event()
+        if self._hook is None:
+            self._ready.set()
+        else:
+            task = asyncio.get_running_loop().create_task(self._run_hook(stop))
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                if not self._ready.is_set():
+                    task.cancel()  # still starting: do not make the exit wait for it
+                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(task, 5)
+            self._workers.shutdown()
+
+    async def _run_hook(self, stop: asyncio.Event) -> None:
+        assert self._hook is not None and self._ready is not None
+        try:
+            async with self._hook(self._owner) as value:
+                self.value = value
+                self._ready.set()
+                await stop.wait()
+        except Exception:
+            log.exception("lifespan hook failed")
+            if not self._ready.is_set():
+                self._failed = True
+                self._ready.set()
+
+    def submit(self, fn: Callable[[], Any]) -> asyncio.Future[Any]:
+        """The future of ``fn`` run on a worker thread."""
+        if self._workers is None:  # used outside `running()`: start a pool lazily
+            self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
+        return self._workers.submit(fn)
+
+    @property
+    def busy_threads(self) -> int:
+        """Sync handlers still running on worker threads (cancelled ones included)."""
+        return self._workers.running if self._workers is not None else 0

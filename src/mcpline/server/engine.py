@@ -1,0 +1,289 @@
+"""The request engine: one request in, the messages of that request out.
+
+`Engine.start` routes a request through the eras (`mcpline.server.eras`) and runs its
+handler as a task. Everything written for the request goes through its `Exchange`: first the
+notifications tied to it (progress, log, a listen's notices, a legacy session's requests for
+input), then exactly one response. The engine knows nothing of connections. Whoever carries
+requests is a `Peer` (a stdio or socket connection, an HTTP request): it decides where an
+exchange's messages go and owns in-flight limits, pausing and cancellation, following each
+exchange through its phases.
+
+Phases and the only moves between them (`Exchange.move`)::
+
+    QUEUED ──▶ RUNNING ⇄ WAITING           (waiting on the peer: a legacy input request)
+       │          │  ╲
+       │          │   ▶ LISTENING          (subscriptions/listen, until ended)
+       ▼          ▼         ▼
+    ANSWERED / CANCELLED  (final; nothing is written for the request after either)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import wire_error
+from ..jsonrpc import Notification, Request, RequestId, Response, error_response, result_response
+from ..protocol.meta import has_modern_meta
+from ..spec import INTERNAL_ERROR
+from ..wire import encode
+from .outbound import Kind
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .eras import Era
+
+log = logging.getLogger("mcpline.server")
+
+
+class Phase(enum.Enum):
+    """Where a request is in its life."""
+
+    QUEUED = "queued"
+    """Read, not started (the peer is at its in-flight limit)."""
+    RUNNING = "running"
+    """Its handler runs; it holds an in-flight slot."""
+    WAITING = "waiting on the peer"
+    """Its handler awaits an answer from the peer; no slot is held meanwhile."""
+    LISTENING = "listening"
+    """A ``subscriptions/listen`` stream: open until ended, holding no slot."""
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+
+
+MOVES: dict[Phase, frozenset[Phase]] = {
+    Phase.QUEUED: frozenset({Phase.RUNNING, Phase.LISTENING, Phase.ANSWERED, Phase.CANCELLED}),
+    Phase.RUNNING: frozenset({Phase.WAITING, Phase.ANSWERED, Phase.CANCELLED}),
+    Phase.WAITING: frozenset({Phase.RUNNING, Phase.ANSWERED, Phase.CANCELLED}),
+    Phase.LISTENING: frozenset({Phase.ANSWERED, Phase.CANCELLED}),
+    Phase.ANSWERED: frozenset(),
+    Phase.CANCELLED: frozenset(),
+}
+"""The allowed moves from each phase."""
+
+FINAL = frozenset({Phase.ANSWERED, Phase.CANCELLED})
+
+
+class Peer(Protocol):
+    """What carries requests to the engine and their messages back."""
+
+    name: str
+    loop: asyncio.AbstractEventLoop
+    loop_thread: int
+    closing: asyncio.Event
+    """Set once the peer is going away (no new listens are kept open)."""
+    scoped: dict[str, Any]
+    """State features keep for this peer (its listens, its legacy session), by feature key."""
+    close_hooks: list[Callable[[Any], Awaitable[None] | None]]
+    """Run (with the peer) when it closes."""
+    overflow_hooks: list[Callable[[Any], None]]
+    """Run (with the peer) when a stream notification finds its output full."""
+
+    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+        """Write one encoded message of ``exchange``; False when it was not queued."""
+        ...
+
+    def send(self, data: bytes, kind: Kind) -> bool:
+        """Write one encoded message tied to no request (a legacy session's notices)."""
+        ...
+
+    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+        """``exchange`` moved from ``old`` to its current phase."""
+        ...
+
+
+class Exchange:
+    """One request and everything written for it: the engine's per-request record."""
+
+    __slots__ = ("request", "peer", "phase", "ctx", "task")
+
+    def __init__(self, request: Request, peer: Peer) -> None:
+        self.request = request
+        self.peer = peer
+        self.phase = Phase.QUEUED
+        self.ctx: Context | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def method(self) -> str:
+        return self.request.method
+
+    @property
+    def open(self) -> bool:
+        """Neither answered nor cancelled: messages may still be written for it."""
+        return self.phase not in FINAL
+
+    def move(self, phase: Phase) -> None:
+        """The one transition function; raises `RuntimeError` for a move `MOVES` forbids."""
+        old = self.phase
+        if phase not in MOVES[old]:
+            raise RuntimeError(f"request {self.id!r}: no move from {old.value} to {phase.value}")
+        self.phase = phase
+        self.peer.phase_changed(self, old)
+
+    def send(self, msg: dict[str, Any], kind: Kind = Kind.ADVISORY) -> bool:
+        """Write a message of this request unless it is answered or cancelled (raises
+        `TypeError` if it is not JSON-encodable)."""
+        return self.phase not in FINAL and self.peer.deliver(self, encode(msg), kind)
+
+    def reply(self, msg: dict[str, Any]) -> None:
+        """Write the response and end the request (nothing if it already ended)."""
+        if self.phase in FINAL:
+            return
+        try:
+            data = encode(msg)
+        except Exception:
+            log.exception("the reply to %s could not be encoded as JSON", self.method)
+            why = f"Internal error: the result of {self.method} is not JSON-encodable"
+            data = encode(error_response(self.id, INTERNAL_ERROR, why))
+        self.peer.deliver(self, data, Kind.REPLY)
+        if self.phase not in FINAL:  # delivering may have closed the peer and cancelled it
+            self.move(Phase.ANSWERED)
+
+    def cancel(self) -> bool:
+        """End the request unanswered and cancel its task; False if it had already ended."""
+        if self.phase in FINAL:
+            return False
+        self.move(Phase.CANCELLED)
+        if self.task is not None:
+            self.task.cancel()
+        return True
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While the handler awaits the peer it holds no in-flight slot, so reading goes on
+        and the answer can arrive even when every slot is taken."""
+        if self.phase is not Phase.RUNNING:
+            yield
+            return
+        self.move(Phase.WAITING)
+        try:
+            yield
+        finally:
+            if self._is(Phase.WAITING):
+                self.move(Phase.RUNNING)
+
+    def _is(self, phase: Phase) -> bool:
+        return self.phase is phase
+
+
+Routed = tuple["Context", Awaitable[dict[str, Any]], bool]
+"""What an era makes of a request: its context, the awaitable of its result, and whether it
+is long-lived (a listen)."""
+
+
+class Engine:
+    """Routes requests through the eras and runs them; fans peer events out to the eras.
+
+    ``modern`` routes every request that carries modern ``_meta`` (and, last, whatever no
+    other era claims); ``others`` (the legacy era) see the rest first.
+    """
+
+    def __init__(self, modern: Era, others: list[Era]) -> None:
+        self.modern = modern
+        self.others = others
+        self.eras = [modern, *others]
+        self.peers: set[Peer] = set()
+        """Every open peer (list changes and resource updates go to all of them)."""
+
+    # --- requests ------------------------------------------------------------------------
+
+    def route(self, exchange: Exchange) -> Routed:
+        """Modern ``_meta`` first; otherwise each other era may claim the request."""
+        if self.others and not has_modern_meta(exchange.request.params):
+            for era in self.others:
+                routed = era.route(exchange)
+                if routed is not None:
+                    return routed
+        routed = self.modern.route(exchange)
+        assert routed is not None
+        return routed
+
+    def start(self, exchange: Exchange) -> None:
+        """Route ``exchange`` and run it; a request refused at once is answered at once."""
+        req = exchange.request
+        try:
+            ctx, awaitable, long_lived = self.route(exchange)
+        except Exception as exc:
+            err = wire_error(exc, req.method)
+            exchange.reply(error_response(req.id, err.code, err.message, err.data))
+            return
+        exchange.ctx = ctx
+        exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
+        exchange.task = exchange.peer.loop.create_task(self._run(exchange, awaitable))
+
+    async def _run(self, exchange: Exchange, awaitable: Awaitable[dict[str, Any]]) -> None:
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            if exchange.open:  # cancelled from outside the exchange (the loop is closing)
+                exchange.move(Phase.CANCELLED)
+            return
+        except Exception as exc:
+            ctx = exchange.ctx
+            err = wire_error(exc, exchange.method, legacy=ctx is not None and ctx.legacy)
+            exchange.reply(error_response(exchange.id, err.code, err.message, err.data))
+            return
+        exchange.reply(result_response(exchange.id, result))
+
+    # --- what else a peer receives -------------------------------------------------------
+
+    def notification(self, peer: Peer, note: Notification) -> None:
+        """A notification other than ``notifications/cancelled`` (which the peer handles)."""
+        for era in self.eras:
+            try:
+                if era.on_notification(peer, note):
+                    return
+            except Exception:
+                log.exception("notification handler for %s failed", note.method)
+                return
+        log.debug("ignored notification %s", note.method)
+
+    def response(self, peer: Peer, resp: Response) -> None:
+        """A response from the peer (to a request an era sent it)."""
+        for era in self.eras:
+            try:
+                if era.on_response(peer, resp):
+                    return
+            except Exception:
+                log.exception("response handler failed for id %r", resp.id)
+                return
+        log.debug("ignored a response with id %r", resp.id)
+
+    # --- changes, to every peer ----------------------------------------------------------
+
+    def on_loops(self, fn: Callable[[Peer], None]) -> None:
+        """Run ``fn(peer)`` for every peer, on that peer's loop thread."""
+        here = threading.get_ident()
+        for peer in list(self.peers):
+            if peer.loop_thread == here:
+                fn(peer)
+            else:
+                peer.loop.call_soon_threadsafe(fn, peer)
+
+    def list_changed(self, kind: str) -> None:
+        """Tell every peer, through each era, that a list changed; any thread."""
+
+        def deliver(peer: Peer) -> None:
+            for era in self.eras:
+                era.list_changed(peer, kind)
+
+        self.on_loops(deliver)
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every peer, through each era, that ``uri`` changed; any thread."""
+
+        def deliver(peer: Peer) -> None:
+            for era in self.eras:
+                era.resource_updated(peer, uri)
+
+        self.on_loops(deliver)

@@ -1,0 +1,105 @@
+"""Eras: the ways a request can be spoken, and what each needs of the server.
+
+The engine (`mcpline.server.engine.Engine`) hands every request to the modern era when it
+carries modern ``_meta``; otherwise the other eras (the legacy ``initialize`` session,
+`mcpline.server.legacy`) may claim it first, and the modern era answers the rest (with the
+-32602 a request without ``_meta`` deserves). Peer events (responses, notifications) and
+changes (lists, resources) go to every era in turn, in that one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..jsonrpc import Notification, Response
+from ..protocol.meta import validate_request_meta
+from .context import Context
+
+if TYPE_CHECKING:
+    from ._dispatch import Dispatcher, Method
+    from .engine import Exchange, Peer, Routed
+
+
+class EraHost(Protocol):
+    """What an era may ask of the server: no more than this."""
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The server's ``Implementation`` (name, version, …)."""
+        ...
+
+    @property
+    def instructions(self) -> str | None: ...
+
+    @property
+    def lifespan(self) -> Any:
+        """What the lifespan hook yielded (``ctx.lifespan``)."""
+        ...
+
+    def method(self, name: str) -> Method | None:
+        """The built-in method serving ``name``, if any."""
+        ...
+
+    def offers(self, capability: str) -> bool: ...
+
+    def capabilities(self) -> dict[str, Any]: ...
+
+    def wait_ready(self) -> Awaitable[None]:
+        """Until the lifespan hook has been entered (-32603 if it failed)."""
+        ...
+
+
+class Era(Protocol):
+    """One way of speaking MCP, as the engine sees it."""
+
+    def route(self, exchange: Exchange) -> Routed | None:
+        """The context and the awaitable of the result, or None when the request is not this
+        era's; raises `mcpline.errors.JsonRpcError` to answer with an error at once."""
+        ...
+
+    def on_notification(self, peer: Peer, note: Notification) -> bool:
+        """Handle a notification; False if it is not this era's."""
+        ...
+
+    def on_response(self, peer: Peer, resp: Response) -> bool:
+        """Handle a response to a request this era sent; False if it is not one."""
+        ...
+
+    def list_changed(self, peer: Peer, kind: str) -> None:
+        """The ``kind`` list (tools, prompts, resources) changed: tell ``peer`` if it wants."""
+        ...
+
+    def resource_updated(self, peer: Peer, uri: str) -> None:
+        """``uri`` changed: tell ``peer`` if it subscribed."""
+        ...
+
+
+class ModernEra:
+    """2026-07-28: every request stands alone, described by its ``_meta``."""
+
+    def __init__(self, dispatch: Dispatcher) -> None:
+        self._dispatch = dispatch
+
+    def route(self, exchange: Exchange) -> Routed:
+        req = exchange.request
+        d = self._dispatch
+        meta = validate_request_meta(req.params, d.supported_versions)
+        method = d.modern_method(req.method)
+        ctx = Context(exchange, meta, d)
+        params = req.params if type(req.params) is dict else {}
+        return ctx, d.call(method, ctx, params), method.long_lived
+
+    def on_notification(self, peer: Peer, note: Notification) -> bool:
+        return False
+
+    def on_response(self, peer: Peer, resp: Response) -> bool:
+        return False
+
+    def list_changed(self, peer: Peer, kind: str) -> None:
+        if self._dispatch.has_subscriptions():
+            self._dispatch.subscriptions.list_changed(peer, kind)
+
+    def resource_updated(self, peer: Peer, uri: str) -> None:
+        if self._dispatch.has_subscriptions():
+            self._dispatch.subscriptions.resource_updated(peer, uri)

@@ -1,0 +1,472 @@
+"""`Server`: what is registered, what is advertised, and how it is run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
+from ..spec import MODERN_VERSIONS
+from ..wire import DEFAULT_MAX_LINE_BYTES
+from ._dispatch import Dispatcher
+from ._lifespan import LifespanHook, Services
+from .engine import Engine
+from .eras import ModernEra
+from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
+from .tools import Tool, make_tool
+
+# Resources (URI templates), prompts and completions load on first use, so a tools-only
+# server does not pay for them at start-up.
+if TYPE_CHECKING:
+    from .completion import Completions
+    from .prompts import Prompt
+    from .resources import Resource, Resources
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How a `Server` lists, caches, bounds and shuts down (its constructor's options)."""
+
+    instructions: str | None = None
+    page_size: int = 100
+    list_ttl_ms: int = 0
+    cache_scope: str = "public"
+    discover_ttl_ms: int = 0
+    read_ttl_ms: int = 0
+    read_cache_scope: str = "private"
+    max_in_flight: int = 256
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
+    shutdown_grace: float = 0.5
+    sync_workers: int = 32
+    server_info_in_results: bool = True
+    versions: tuple[str, ...] = MODERN_VERSIONS
+    """The modern revisions served (``supportedVersions``)."""
+
+    def __post_init__(self) -> None:
+        if self.cache_scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        if self.read_cache_scope not in ("public", "private"):
+            raise ValueError("read_cache_scope must be 'public' or 'private'")
+        if self.list_ttl_ms < 0 or self.discover_ttl_ms < 0 or self.read_ttl_ms < 0:
+            raise ValueError("ttl must be >= 0")
+        if self.page_size < 1 or self.max_in_flight < 1 or self.max_outbound_bytes < 1:
+            raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
+
+
+class Server:
+    """An MCP server. Register tools with `tool`, then `run()`.
+
+    ``page_size`` bounds list pages; ``list_ttl_ms``/``cache_scope`` are the caching hints
+    on list results (``read_ttl_ms``/``read_cache_scope`` those of ``resources/read``);
+    ``max_in_flight`` pauses reading when that many requests are running;
+    ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
+    ``max_outbound_bytes`` bounds what waits for a peer that does not read (see
+    `mcpline.server.outbound`);
+    ``lifespan`` is an async context manager factory whose value handlers see as
+    ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
+    ``state_key``/``state_ttl`` seal MRTR ``requestState``, accepted once each unless
+    ``state_single_use=False``; pass a shared `NonceLedger` there for replicas (see
+    `mcpline.protocol.state`);
+    ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
+    The options are kept in `options`.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        page_size: int = 100,
+        list_ttl_ms: int = 0,
+        cache_scope: str = "public",
+        discover_ttl_ms: int = 0,
+        max_in_flight: int = 256,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES,
+        shutdown_grace: float = 0.5,
+        sync_workers: int = 32,
+        lifespan: LifespanHook | None = None,
+        server_info_in_results: bool = True,
+        state_key: bytes | str | None = None,
+        state_ttl: float = 900.0,
+        state_single_use: bool | NonceLedger = True,
+        legacy: bool = True,
+        read_ttl_ms: int = 0,
+        read_cache_scope: str = "private",
+    ) -> None:
+        self.options = ServerOptions(
+            instructions=instructions,
+            page_size=page_size,
+            list_ttl_ms=list_ttl_ms,
+            cache_scope=cache_scope,
+            discover_ttl_ms=discover_ttl_ms,
+            read_ttl_ms=read_ttl_ms,
+            read_cache_scope=read_cache_scope,
+            max_in_flight=max_in_flight,
+            max_line_bytes=max_line_bytes,
+            max_outbound_bytes=max_outbound_bytes,
+            shutdown_grace=shutdown_grace,
+            sync_workers=sync_workers,
+            server_info_in_results=server_info_in_results,
+        )
+        self.name = name
+        self.version = version
+        """Your server's version (``serverInfo.version``)."""
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        """The ``Implementation`` this server presents as ``serverInfo``."""
+        optional_info = (
+            ("title", title),
+            ("description", description),
+            ("websiteUrl", website_url),
+            ("icons", icons),
+        )
+        for key, value in optional_info:
+            if value:
+                self.info[key] = value
+        self._tools: dict[str, Tool] = {}
+        self._tools_enabled = False
+        self._hidden_tools: set[str] = set()
+        self._listed: list[dict[str, Any]] | None = None
+        """`tools/list` order, built once per change of the registry (not once per page)."""
+        self._resources_enabled = False
+        self._prompts: dict[str, Prompt] = {}
+        self._prompts_enabled = False
+        ledger = (
+            (MemoryNonceLedger() if state_single_use else None)
+            if isinstance(state_single_use, bool)
+            else state_single_use
+        )
+        self._services = Services(self, lifespan, sync_workers)
+        sealer = StateSealer(state_key, scope=name, ttl=state_ttl, ledger=ledger)
+        """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
+        else random per process (states then die with the process)."""
+        self._dispatch = Dispatcher(self, self.options, self._services, sealer, legacy=legacy)
+        from .legacy import LegacyEra
+
+        self.legacy = LegacyEra(self._dispatch)
+        """The legacy (``initialize``) era, served unless ``legacy=False``: set its
+        ``server_info``, ``on_set_level`` and ``on_subscribe`` here."""
+        self._engine = Engine(ModernEra(self._dispatch), [self.legacy] if legacy else [])
+
+    # --- feature registries, built on first use ------------------------------------------
+
+    @cached_property
+    def _resources(self) -> Resources:
+        from .resources import Resources
+
+        return Resources()
+
+    @cached_property
+    def _completions(self) -> Completions:
+        from .completion import Completions
+
+        return Completions()
+
+    def _built(self, name: str) -> bool:
+        """Whether the lazily built registry ``name`` exists yet (nothing to do if not)."""
+        return name in self.__dict__
+
+    # --- registration ------------------------------------------------------------------
+
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        hidden: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        name: str | F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+        hidden: bool = False,
+    ) -> F | Callable[[F], F]:
+        """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
+
+        The input schema comes from the type hints (or ``input_schema``), the description
+        from the docstring; a typed return gives ``outputSchema`` and ``structuredContent``.
+        ``annotations`` takes spec keys or ``read_only``/``destructive``/``idempotent``/
+        ``open_world``/``title``. A ``hidden`` tool can be called but is not listed.
+        """
+        if callable(name):
+            self.add_tool(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                structured_output=structured_output,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                hidden=hidden,
+            )
+            return fn
+
+        return register
+
+    def add_tool(self, fn: Callable[..., Any], *, hidden: bool = False, **options: Any) -> Tool:
+        """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
+        tool = make_tool(fn, **options)
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        self._listed = None
+        if hidden:
+            self._hidden_tools.add(tool.name)
+        self._tools_enabled = True
+        if not hidden:
+            self.list_changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; raises `KeyError` when there is none by that name."""
+        del self._tools[name]
+        self._listed = None
+        if name in self._hidden_tools:
+            self._hidden_tools.discard(name)
+        else:
+            self.list_changed("tools")
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        return dict(self._tools)
+
+    # --- resources, prompts, completions ----------------------------------------------------
+
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Decorator: serve ``uri`` with a function; ``{var}`` in ``uri`` makes a template.
+
+        Options: ``name``, ``title``, ``description`` (default: the docstring),
+        ``mime_type``, ``annotations``, ``icons``, ``size``, ``meta``, and the caching
+        hints of its reads ``ttl_ms``/``cache_scope``. See `mcpline.server.resources`.
+
+        Variables arrive pct-decoded. Path-segment variables (``{name}``, ``{.x}``, ``{/x}``,
+        ``{/x*}``, ``{;x}``) never contain ``/`` or ``\\``: a URI with ``%2F`` in one is not
+        found. ``{+path}``, ``{#x}`` and query variables may hold ``../..``: turn them into
+        file paths with ``mcpline.safe_path(root, path)``, which raises `PathEscapeError`
+        (answered as resource-not-found) for anything outside ``root``.
+        """
+
+        def register(fn: F) -> F:
+            self.add_resource(uri, fn, **options)
+            return fn
+
+        return register
+
+    def add_resource(
+        self, uri: str, fn: Callable[..., Any] | str | bytes, **options: Any
+    ) -> Resource:
+        """Register a resource or template (``fn`` may be constant ``str``/``bytes``)."""
+        from .resources import make_resource
+
+        res = make_resource(uri, fn, **options)
+        self._resources.add(res)
+        self._resources_enabled = True
+        self.list_changed("resources")
+        return res
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource or template by URI/template; `KeyError` if there is none."""
+        self._resources.remove(uri)
+        self.list_changed("resources")
+
+    def resource_template(self, uri_template: str, **options: Any) -> Callable[[F], F]:
+        """Same as `resource`, insisting that ``uri_template`` has ``{variables}``."""
+        if "{" not in uri_template:
+            raise ValueError(f"{uri_template!r} has no {{variables}}; use server.resource()")
+        return self.resource(uri_template, **options)
+
+    @property
+    def resources(self) -> dict[str, Resource]:
+        """Registered static resources and templates, by URI / template text."""
+        return {**self._resources.static, **self._resources.templates}
+
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
+    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, name: str | F | None = None, **options: Any) -> F | Callable[[F], F]:
+        """Decorator: register a prompt (``@server.prompt`` or ``@server.prompt(...)``).
+
+        Options: ``title``, ``description`` (default: the docstring), ``argument_titles``,
+        ``icons``, ``meta``. See `mcpline.server.prompts`.
+        """
+        if callable(name):
+            self.add_prompt(name)
+            return name
+
+        def register(fn: F) -> F:
+            self.add_prompt(fn, name=name, **options)
+            return fn
+
+        return register
+
+    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> Prompt:
+        from .prompts import make_prompt
+
+        prompt = make_prompt(fn, **options)
+        if prompt.name in self._prompts:
+            raise ValueError(f"a prompt named {prompt.name!r} is already registered")
+        self._prompts[prompt.name] = prompt
+        self._prompts_enabled = True
+        self.list_changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; `KeyError` when there is none by that name."""
+        del self._prompts[name]
+        self.list_changed("prompts")
+
+    @property
+    def prompts(self) -> dict[str, Prompt]:
+        return dict(self._prompts)
+
+    def completion(
+        self,
+        *,
+        prompt: str | None = None,
+        resource: str | None = None,
+        argument: str | None = None,
+    ) -> Callable[[F], F]:
+        """Decorator: a completer for ``completion/complete``.
+
+        ``prompt=``/``resource=`` (a template) and ``argument=`` narrow what it completes;
+        without them it is the catch-all. See `mcpline.server.completion`.
+        """
+
+        def register(fn: F) -> F:
+            self._completions.add(fn, prompt=prompt, resource=resource, argument=argument)
+            return fn
+
+        return register
+
+    # --- change notifications ------------------------------------------------------------
+
+    def list_changed(self, kind: str) -> None:
+        """Tell every peer that a list (``tools``, ``prompts``, ``resources``) changed.
+
+        Listens that asked for it (and legacy sessions) are notified; safe from any thread.
+        """
+        self._engine.list_changed(kind)
+
+    def resource_updated(self, uri: str) -> None:
+        """Report that ``uri`` changed: ``notifications/resources/updated`` to every listen
+        subscribed to it (or to a parent of it), and to legacy sessions subscribed to it;
+        safe to call from any thread."""
+        self._engine.resource_updated(uri)
+
+    # --- what we advertise ---------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, Any]:
+        """The ``ServerCapabilities`` this server advertises, from what is registered."""
+        caps: dict[str, Any] = {}
+        if self._tools_enabled:
+            caps["tools"] = {"listChanged": True}
+        if self._prompts_enabled:
+            caps["prompts"] = {"listChanged": True}
+        if self._resources_enabled:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if (self._built("_completions") and self._completions) or self._auto_completions():
+            caps["completions"] = {}
+        caps["logging"] = {}
+        return caps
+
+    def _offers(self, capability: str) -> bool:
+        if capability == "tools":
+            return self._tools_enabled
+        if capability == "prompts":
+            return self._prompts_enabled
+        if capability == "resources":
+            return self._resources_enabled
+        return capability in self.capabilities()
+
+    def _auto_completions(self) -> bool:
+        """Whether some prompt argument or template variable completes itself (an enum)."""
+        if not self._prompts and not self._built("_resources"):
+            return False
+        from . import completion as _completion
+
+        for prompt in self._prompts.values():
+            schema = prompt.signature.schema
+            if any(_completion.choices_for(schema, a) for a in prompt.arguments):
+                return True
+        for res in self._resources.templates.values():
+            tschema = res.signature.schema if res.signature else None
+            names = res.template.variables if res.template else ()
+            if any(_completion.choices_for(tschema, v) for v in names):
+                return True
+        return False
+
+    def _listed_tools(self) -> list[dict[str, Any]]:
+        listed = self._listed
+        if listed is None:
+            hidden = self._hidden_tools
+            listed = [t.definition for t in self._tools.values() if t.name not in hidden]
+            self._listed = listed
+        return listed
+
+    def _watchable(self, uri: str) -> bool:
+        """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""
+        return self._built("_resources") and self._resources.watchable(uri)
+
+    # --- running -----------------------------------------------------------------------------
+
+    async def run_sync(self, fn: Callable[[], Any]) -> Any:
+        """Run blocking code on one of the server's worker threads."""
+        return await self._services.submit(fn)
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
+        ``"unix:/path"`` or ``"tcp:HOST:PORT"``.
+
+        On stdio, ``run()`` takes stdout for the protocol and points ``print()`` at stderr. It
+        cannot recall what was printed before it was called: a ``print()`` at import time or
+        a library banner reaches the client as a corrupt message. Start the file with
+        ``mcpline run FILE``, which takes stdout before importing it, or print to stderr (or
+        use ``logging``) until ``run()``."""
+        if transport == "stdio":
+            from ..transports.stdio import serve_stdio
+
+            serve_stdio(self, **options)
+        else:
+            from ..transports.sockets import serve_address
+
+            serve_address(self, transport, **options)
