@@ -1,0 +1,144 @@
+"""The request engine without a connection: a peer that records what each exchange writes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from mcpline import Context, Server
+from mcpline.jsonrpc import Request
+from mcpline.server.engine import MOVES, Exchange, Phase
+from mcpline.server.outbound import Kind
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+class RecordingPeer:
+    """The least a peer is: where messages go, and the phases each exchange went through."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.closing = asyncio.Event()
+        self.scoped: dict[str, Any] = {}
+        self.close_hooks: list[Any] = []
+        self.overflow_hooks: list[Any] = []
+        self.messages: dict[Any, list[tuple[Kind, dict[str, Any]]]] = {}
+        self.phases: dict[Any, list[Phase]] = {}
+
+    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+        self.messages.setdefault(exchange.id, []).append((kind, json.loads(data)))
+        return True
+
+    def send(self, data: bytes, kind: Kind) -> bool:
+        self.messages.setdefault(None, []).append((kind, json.loads(data)))
+        return True
+
+    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+        self.phases.setdefault(exchange.id, [old]).append(exchange.phase)
+
+
+def make_server() -> Server:
+    server = Server("engine", legacy=False)
+
+    @server.tool()
+    async def steps(n: int, ctx: Context) -> str:
+        """Report n progress steps."""
+        for i in range(n):
+            ctx.report_progress(i + 1, n)
+            await asyncio.sleep(0)
+        return "done"
+
+    @server.tool()
+    async def forever() -> str:
+        """Never ends."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    return server
+
+
+def request(rid: Any, name: str, arguments: dict[str, Any], **meta: Any) -> Request:
+    params = {"_meta": {**META, **meta}, "name": name, "arguments": arguments}
+    return Request(rid, "tools/call", params)
+
+
+def test_one_request_is_its_notifications_then_one_response() -> None:
+    async def main() -> None:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(request(1, "steps", {"n": 3}, progressToken="t"), peer)
+        server._engine.start(exchange)
+        assert exchange.task is not None
+        await exchange.task
+        kinds = [k for k, _ in peer.messages[1]]
+        assert kinds == [Kind.ADVISORY] * 3 + [Kind.REPLY]
+        *notes, reply = [m for _, m in peer.messages[1]]
+        assert [n["params"]["progress"] for n in notes] == [1, 2, 3]
+        assert reply["result"]["content"][0]["text"] == "done"
+        assert peer.phases[1] == [Phase.QUEUED, Phase.RUNNING, Phase.ANSWERED]
+
+    asyncio.run(main())
+
+
+def test_a_refused_request_is_answered_at_once_and_never_runs() -> None:
+    async def main() -> None:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(Request(2, "tools/call", {"name": "steps"}), peer)  # no _meta
+        server._engine.start(exchange)
+        assert exchange.task is None and exchange.phase is Phase.ANSWERED
+        [(kind, reply)] = peer.messages[2]
+        assert kind is Kind.REPLY and reply["error"]["code"] == -32602
+        assert peer.phases[2] == [Phase.QUEUED, Phase.ANSWERED]
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_exchange_writes_nothing_more() -> None:
+    async def main() -> None:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(request(3, "forever", {}), peer)
+        server._engine.start(exchange)
+        await asyncio.sleep(0.01)
+        assert exchange.cancel() and not exchange.cancel()
+        assert exchange.task is not None
+        await exchange.task  # the engine ends the task quietly
+        assert 3 not in peer.messages
+        assert not exchange.send({"jsonrpc": "2.0", "method": "notifications/progress"})
+        assert peer.phases[3] == [Phase.QUEUED, Phase.RUNNING, Phase.CANCELLED]
+
+    asyncio.run(main())
+
+
+def test_the_transition_function_refuses_what_the_table_forbids() -> None:
+    class Null:
+        def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+            pass
+
+    for start, allowed in MOVES.items():
+        for target in Phase:
+            exchange = Exchange(Request(1, "m", {}), Null())  # type: ignore[arg-type]
+            exchange.phase = start
+            if target in allowed:
+                exchange.move(target)
+                assert exchange.phase is target
+            else:
+                with pytest.raises(RuntimeError):
+                    exchange.move(target)
+    assert not MOVES[Phase.ANSWERED] and not MOVES[Phase.CANCELLED]
+
+
+def test_server_and_its_public_surface_stay_small() -> None:
+    names = [n for n in dir(Server("s")) if not n.startswith("_")]
+    assert len(names) <= 25, names
