@@ -35,7 +35,7 @@ def test_quickstart_passes_every_check() -> None:
 
 def test_everything_passes_with_no_skips_for_tool_driven_checks() -> None:
     code, report = run_check(
-        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "everything.py")]
+        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "servers" / "everything.py")]
     )
     assert failed(report) == {}
     assert code == 0

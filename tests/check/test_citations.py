@@ -81,7 +81,7 @@ def test_unverified_rejects_what_does_not_exist() -> None:
 
 def test_every_rule_of_a_real_run_cites_verified_sections() -> None:
     _, report = run_check(
-        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "everything.py")]
+        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "servers" / "everything.py")]
     )
     assert len(report["checks"]) > 50
     for check in report["checks"]:

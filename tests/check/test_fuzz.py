@@ -13,7 +13,7 @@ from mcpline.check.runner import ServerProcess, tree_rss
 
 from .util import EXAMPLES, HERE
 
-EVERYTHING = [sys.executable, str(EXAMPLES / "everything.py")]
+EVERYTHING = [sys.executable, str(EXAMPLES / "servers" / "everything.py")]
 
 
 def test_readable_id_definition() -> None:

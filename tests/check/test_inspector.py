@@ -1,5 +1,5 @@
 """The MCP Inspector CLI (npm ``@modelcontextprotocol/inspector``) as an external client of
-examples/everything.py: tools/list, tools/call, resources/read and prompts/get, once with
+examples/servers/everything.py: tools/list, tools/call, resources/read and prompts/get, once with
 a config pinning the modern era (2026-07-28) and once pinning the legacy handshake.
 
 The Inspector is installed by this test into ``<repo>/.cache/inspector`` (pinned version);
@@ -86,7 +86,12 @@ def test_inspector_cli_against_everything(era: str, tmp_path: Path) -> None:
     config = tmp_path / f"{era}.json"
     server = {
         "command": sys.executable,
-        "args": [str(HERE / "tap.py"), str(log), sys.executable, str(EXAMPLES / "everything.py")],
+        "args": [
+            str(HERE / "tap.py"),
+            str(log),
+            sys.executable,
+            str(EXAMPLES / "servers" / "everything.py"),
+        ],
         "protocolEra": era,
     }
     config.write_text(json.dumps({"mcpServers": {"everything": server}}))

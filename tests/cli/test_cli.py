@@ -282,20 +282,6 @@ def test_demo() -> None:
         assert fragment in out, out
 
 
-def test_demo_works_without_the_source_tree(tmp_path: Path) -> None:
-    code = (
-        "import sys, mcpline.cli.demo as d; "
-        "argv = [sys.executable, '-m', 'mcpline.cli.demo_server']; "
-        "d.find_quickstart = lambda: (argv, 'built-in'); "
-        "sys.exit(d.run(type('A', (), {'verbose': False})()))"
-    )
-    proc = subprocess.run(
-        [PY, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "starting built-in" in proc.stdout and "Cannot divide by zero" in proc.stdout
-
-
 def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import mcpline_no_such_module_anywhere\n")

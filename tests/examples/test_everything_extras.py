@@ -15,7 +15,7 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 def test_sleep_answers_after_waiting(ev: ServerProcess) -> None:

@@ -20,7 +20,7 @@ SUITE_CAPS = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    p = spawn(EXAMPLES / "everything.py")
+    p = spawn(EXAMPLES / "servers" / "everything.py")
     initialize(p, SUITE_CAPS)
     return p
 
@@ -50,7 +50,7 @@ def text(resp: dict[str, Any]) -> str:
 
 # server-initialize
 def test_legacy_identity(spawn: Callable[..., ServerProcess]) -> None:
-    p = spawn(EXAMPLES / "everything.py")
+    p = spawn(EXAMPLES / "servers" / "everything.py")
     r = initialize(p, SUITE_CAPS)["result"]
     assert r["protocolVersion"] == "2025-11-25"
     assert r["serverInfo"] == {"name": "mcp-conformance-test-server", "version": "1.0.0"}

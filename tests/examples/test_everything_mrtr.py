@@ -25,7 +25,7 @@ ROOTS = {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 def call(p: ServerProcess, tool: str, caps: Any = SUITE_CAPS, **extra: Any) -> dict[str, Any]:

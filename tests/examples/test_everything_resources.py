@@ -26,7 +26,7 @@ PNG_1x1 = (
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 def ok(resp: dict[str, Any]) -> dict[str, Any]:

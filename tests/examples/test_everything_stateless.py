@@ -27,7 +27,7 @@ SUITE_INFO = {"name": "conformance-test-client", "version": "1.0.0"}
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 def send(p: ServerProcess, id: Any, method: str, params: Any) -> dict[str, Any]:

@@ -54,7 +54,7 @@ LISTED = [
 
 @pytest.fixture
 def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 def call(

@@ -56,7 +56,7 @@ class Recorder:
 def run(body: Any, recorder: Recorder) -> None:
     async def main() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=[str(EXAMPLES / "everything.py")]
+            command=sys.executable, args=[str(EXAMPLES / "servers" / "everything.py")]
         )
         with anyio.fail_after(30):
             async with (

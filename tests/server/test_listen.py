@@ -23,7 +23,7 @@ UPDATED = "notifications/resources/updated"
 
 @pytest.fixture
 def everything(spawn: Spawn) -> ServerProcess:
-    return spawn(EXAMPLES / "everything.py")
+    return spawn(EXAMPLES / "servers" / "everything.py")
 
 
 @pytest.fixture

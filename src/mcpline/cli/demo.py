@@ -8,8 +8,14 @@ import asyncio
 import json
 import sys
 import time
-from pathlib import Path
-from typing import Any
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 def register(sub: Any) -> None:
@@ -20,22 +26,13 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def find_quickstart() -> tuple[list[str], str]:
-    """The command that starts the calculator, and how to describe it.
+def find_quickstart() -> Traversable:
+    """``examples/quickstart.py`` as installed: package data of ``mcpline._examples``.
 
-    ``examples/quickstart.py`` from the source tree when there is one; otherwise the
-    identical server built into the package.
+    The wheel ships the examples directory as that package; an editable install maps it onto
+    the source tree's ``examples/``. Either way the demo serves the quickstart file itself.
     """
-    here = Path(__file__).resolve()
-    for base in (here.parents[3], Path.cwd()):
-        candidate = base / "examples" / "quickstart.py"
-        if candidate.is_file():
-            return [sys.executable, str(candidate)], str(candidate)
-    return [
-        sys.executable,
-        "-m",
-        "mcpline.cli.demo_server",
-    ], "the built-in calculator (mcpline.cli.demo_server)"
+    return resources.files("mcpline._examples") / "quickstart.py"
 
 
 def _say(text: str = "") -> None:
@@ -47,9 +44,13 @@ def _short(obj: Any) -> str:
 
 
 async def demo(verbose: bool) -> int:
+    with resources.as_file(find_quickstart()) as quickstart:  # a real file, even from a zip
+        return await _narrate([sys.executable, str(quickstart)], str(quickstart), verbose)
+
+
+async def _narrate(argv: list[str], what: str, verbose: bool) -> int:
     from ..client import Client, ClientError
 
-    argv, what = find_quickstart()
     trace = None
     if verbose:
 

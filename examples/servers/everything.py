@@ -1,4 +1,4 @@
-"""The conformance suite's "everything" server, over stdio: `python examples/everything.py`.
+"""The conformance suite's "everything" server, over stdio: `python examples/servers/everything.py`.
 
 Same tools, resources, templates, prompts and completions as the official fixture
 (``examples/servers/typescript/everything-server.ts`` in modelcontextprotocol/conformance),
