@@ -16,15 +16,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..jsonrpc import MISSING, notification, request
+from ..protocol.meta import modern_meta
 from ..spec import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
-    LOG_LEVEL_KEY,
+    MODERN,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
 )
 from ..wire import encode
-from .runner import CLIENT_INFO, LEGACY, MODERN, ServerProcess, idkey, modern_meta
+from .runner import CLIENT_INFO, ServerProcess, idkey
+from .schema import LEGACY
 
 PASS, FAIL, WARN, SKIP = "PASS", "FAIL", "WARN", "SKIP"
 SETTLE = 0.5
@@ -406,7 +408,10 @@ class Checker:
         big = p.request_msg(
             "server/discover",
             id="large",
-            meta=modern_meta(None, {"dev.mcpline-check/padding": "x" * (1 << 20)}),
+            meta={
+                **modern_meta(MODERN, {}, CLIENT_INFO),
+                "dev.mcpline-check/padding": "x" * (1 << 20),
+            },
         )
         p.send(big)
         got = p.wait_response("large", max(self.timeout, 10.0))
@@ -895,7 +900,7 @@ class Checker:
             "S·MUST reject a request missing a required _meta key with -32602, echoing the id "
             "(spec: basic/index#meta)"
         )
-        full = modern_meta()
+        full = modern_meta(MODERN, {}, CLIENT_INFO)
         cases: list[tuple[str, dict[str, Any], str]] = [
             ("errors.meta-missing", {"params": {}}, "params without _meta"),
             ("errors.params-missing", {}, "no params at all"),
@@ -951,7 +956,7 @@ class Checker:
         m = p.request_msg(
             "server/discover",
             id="err-legacy-version",
-            meta=modern_meta(None, {PROTOCOL_VERSION_KEY: LEGACY}),
+            meta=modern_meta(LEGACY, {}, CLIENT_INFO),
         )
         self.expect(
             "errors.legacy-version-in-meta",
@@ -965,7 +970,9 @@ class Checker:
             what=f"_meta protocolVersion {LEGACY}",
         )
         m = p.request_msg(
-            "server/discover", id="err-loglevel", meta=modern_meta(None, {LOG_LEVEL_KEY: "verbose"})
+            "server/discover",
+            id="err-loglevel",
+            meta=modern_meta(MODERN, {}, CLIENT_INFO, log_level="verbose"),
         )
         self.expect(
             "errors.invalid-log-level",
@@ -1028,7 +1035,7 @@ class Checker:
         requested = "v999.0.0"
         resp = p.request(
             "server/discover",
-            meta=modern_meta(None, {PROTOCOL_VERSION_KEY: requested}),
+            meta=modern_meta(requested, {}, CLIENT_INFO),
             timeout=self.timeout,
         )
         problems = []
@@ -1378,7 +1385,7 @@ class Checker:
             "tools/call",
             {"name": slow.name, "arguments": slow.arguments(2.0)},
             id="cancel-me",
-            meta=modern_meta(None, {"progressToken": token}),
+            meta=modern_meta(MODERN, {}, CLIENT_INFO, progress_token=token),
         )
         mark = p.mark()
         p.send(msg)

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..jsonrpc import MISSING, notification, request
-from ..spec import PROTOCOL_VERSION_KEY
+from ..protocol.meta import modern_meta
+from ..spec import MODERN, PROTOCOL_VERSION_KEY
 from ..wire import encode
-from .runner import ServerProcess, idkey, modern_meta
+from .runner import CLIENT_INFO, ServerProcess, idkey
 
 if TYPE_CHECKING:
     from .checks import Checker, SlowTool
@@ -300,7 +301,7 @@ class Fuzzer:
     def valid(self) -> dict[str, Any]:
         method, params = self.rng.choice(self.corpus.requests)
         p = json.loads(json.dumps(params))
-        p["_meta"] = modern_meta()
+        p["_meta"] = modern_meta(MODERN, {}, CLIENT_INFO)
         return request(self._fresh_id(), method, p)
 
     def lines(self, n: int) -> Iterator[tuple[bytes, bool]]:
@@ -708,7 +709,7 @@ def soak_server(
     prepared = [(m, json.loads(json.dumps(params))) for m, params in corpus.requests]
     every = max(1, n // samples)
     t0 = time.monotonic()
-    meta = modern_meta()
+    meta = modern_meta(MODERN, {}, CLIENT_INFO)
     try:
         for i in range(n):
             method, params = prepared[rng.randrange(len(prepared))]

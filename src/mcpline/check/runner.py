@@ -23,12 +23,12 @@ import msgspec
 
 from .. import __version__
 from ..jsonrpc import MISSING, is_valid_id, notification, request
-from ..spec import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
+from ..protocol.meta import has_modern_meta, modern_meta
+from ..spec import LOG_LEVEL_KEY, MODERN, PROGRESS_TOKEN_KEY
 from ..wire import encode
 from . import schema
+from .schema import LEGACY
 
-MODERN = schema.MODERN
-LEGACY = schema.LEGACY
 CLIENT_INFO = {"name": "mcpline-check", "version": __version__}
 STDERR_KEEP = 64 * 1024
 MAX_PROBLEMS_KEPT = 50
@@ -43,26 +43,6 @@ def idkey(value: Any) -> tuple[str, Any]:
     if t is str or t is int or value is None:
         return (t.__name__, value)
     return ("json", encode(value))
-
-
-def modern_meta(
-    caps: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The per-request ``_meta`` a 2026-07-28 client sends, with ``overrides`` applied."""
-    meta: dict[str, Any] = {
-        PROTOCOL_VERSION_KEY: MODERN,
-        CLIENT_CAPABILITIES_KEY: {} if caps is None else caps,
-        CLIENT_INFO_KEY: CLIENT_INFO,
-    }
-    if overrides:
-        meta.update(overrides)
-    return meta
-
-
-def is_modern_request(msg: Any) -> bool:
-    params = msg.get("params") if isinstance(msg, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
 @dataclass
@@ -143,7 +123,6 @@ class ServerProcess:
         self.legacy_session = False
         self.stdout_closed = False
         self.stderr_tail = bytearray()
-        self.started = time.monotonic()
         self.cond = threading.Condition()
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
@@ -300,12 +279,12 @@ class ServerProcess:
         known = self.sent_methods.get(key, msg["method"])
         # An id reused for another method: its reply cannot be matched to one result type.
         self.sent_methods[key] = msg["method"] if known == msg["method"] else ""
-        self.sent_era[key] = MODERN if is_modern_request(msg) else LEGACY
         params = msg.get("params")
+        self.sent_era[key] = MODERN if has_modern_meta(params) else LEGACY
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict):
-            if "progressToken" in meta:
-                self.progress_tokens.add(idkey(meta["progressToken"]))
+            if PROGRESS_TOKEN_KEY in meta:
+                self.progress_tokens.add(idkey(meta[PROGRESS_TOKEN_KEY]))
             if LOG_LEVEL_KEY in meta:
                 self.log_requested = True
 
@@ -324,7 +303,7 @@ class ServerProcess:
         """A request; modern ``_meta`` is added unless ``meta`` is given (None = no _meta)."""
         p = dict(params or {})
         if meta is MISSING:
-            p.setdefault("_meta", modern_meta())
+            p.setdefault("_meta", modern_meta(MODERN, {}, CLIENT_INFO))
         elif meta is not None:
             p["_meta"] = meta
         rid = self.next_id() if id is None else id
