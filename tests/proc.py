@@ -1,112 +1,116 @@
 """A raw newline-JSON driver for a real server process, used by the tests.
 
-Every line the server writes is recorded and checked against the official schema; the
-`server` fixture in conftest fails the test if any line is impure or invalid.
+`ServerProcess` is the package's raw driver (`mcpline.check.runner.ServerProcess`: real
+pipes, stdout split into lines and judged as it arrives, the process group reaped at the end)
+with the interface the tests use: messages are read in order, requests are written as
+``json.dumps`` writes them, and every line is checked against the official schema by
+`wirecheck` (rules written apart from the checker's). The `server` and `spawn` fixtures in
+conftest fail the test if any line is impure or invalid.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import json
 import os
 import queue
-import signal
-import subprocess
 import sys
-import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
+
+from mcpline.check import runner
+from mcpline.protocol.meta import has_modern_meta, modern_meta
 
 from . import wirecheck
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-MODERN = "2026-07-28"
+MODERN = wirecheck.MODERN
+CLIENT_INFO = {"name": "mcpline-tests", "version": "0"}
 
 
 def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    m: dict[str, Any] = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": caps if caps is not None else {},
-        "io.modelcontextprotocol/clientInfo": {"name": "mcpline-tests", "version": "0"},
-    }
+    m = modern_meta(MODERN, caps if caps is not None else {}, CLIENT_INFO)
     m.update(extra)
     return m
 
 
-class ServerProcess:
+class _Impure:
+    """An impure stdout line, in its place among the messages."""
+
+    def __init__(self, detail: str, raw: bytes) -> None:
+        self.detail = detail
+        self.raw = raw
+
+
+class ServerProcess(runner.ServerProcess):
     """A server under test, spoken to over real pipes."""
 
     def __init__(
         self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None
     ) -> None:
-        full_env = dict(os.environ)
-        full_env.setdefault("PYTHONUNBUFFERED", "1")
-        if env:
-            full_env.update(env)
-        self.argv = argv
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.raw_out: list[bytes] = []
-        self.stderr_chunks: list[bytes] = []
+        """Every stdout line as written, ``\\n`` included."""
         self.methods: dict[Any, str] = {}
         self.legacy = False
         """Validate server messages against the legacy schema (responses to requests that
         carried modern ``_meta`` are still checked against the modern one)."""
         self.modern_ids: set[Any] = set()
         self.problems: list[str] = []
-        self._ids = itertools.count(1)
-        threading.Thread(target=self._pump_out, daemon=True).start()
-        threading.Thread(target=self._pump_err, daemon=True).start()
+        self._inbox: deque[dict[str, Any] | _Impure] = deque()
+        extra = dict(env or {})
+        if "PYTHONUNBUFFERED" not in os.environ:
+            extra.setdefault("PYTHONUNBUFFERED", "1")
+        super().__init__(
+            argv, env=extra, cwd=cwd, record=False, sink=self._inbox.append, stderr_keep=None
+        )
 
-    # --- plumbing --------------------------------------------------------------------------
+    # --- what the driver hands over ----------------------------------------------------------
 
-    def _pump_out(self) -> None:
-        assert self.proc.stdout
-        for line in self.proc.stdout:
-            self.raw_out.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
+    def on_line(self, raw: bytes, terminated: bool = True) -> None:
+        self.raw_out.append(raw + b"\n" if terminated else raw)
+        super().on_line(raw, terminated)
 
-    def _pump_err(self) -> None:
-        assert self.proc.stderr
-        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-            self.stderr_chunks.append(chunk)
+    def on_problem(self, kind: str, detail: str, raw: bytes) -> None:
+        super().on_problem(kind, detail, raw)
+        self.problems.append(f"{kind} line on stdout ({detail}): {raw[:200]!r}")
+        if kind == "impure":
+            with self.cond:
+                self._inbox.append(_Impure(detail, raw))
+                self.cond.notify_all()
+
+    def judge(self, msg: dict[str, Any], raw: bytes) -> None:
+        method = self.methods.get(msg.get("id"))
+        for p in wirecheck.check_message(msg, method=method, version=self._era(msg)):
+            self.problems.append(f"{p} in {raw[:300]!r}")
+
+    def _era(self, msg: dict[str, Any]) -> str:
+        """The schema for one server message: a response follows the era of its request
+        (modern ``_meta`` or not); anything else follows ``self.legacy``."""
+        rid = msg.get("id")
+        if isinstance(rid, (str, int)) and "method" not in msg and rid in self.modern_ids:
+            return wirecheck.MODERN
+        return wirecheck.LEGACY if self.legacy else wirecheck.MODERN
 
     @property
     def stderr(self) -> str:
-        return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+        return self.stderr_text
 
-    def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+    # --- writing -------------------------------------------------------------------------------
 
-    def send(self, msg: Any) -> None:
+    def send_raw(self, data: bytes) -> bool:
+        if not super().send_raw(data):
+            raise BrokenPipeError(f"the server no longer reads its stdin: {self.argv}")
+        return True
+
+    def send(self, msg: Any) -> bool:
         if isinstance(msg, dict) and "id" in msg and "method" in msg:
             self.methods[msg["id"]] = msg["method"]
-            params = msg.get("params")
-            if (
-                isinstance(params, dict)
-                and isinstance(params.get("_meta"), dict)
-                and ("io.modelcontextprotocol/protocolVersion" in params["_meta"])
-            ):
+            if has_modern_meta(msg.get("params")):
                 self.modern_ids.add(msg["id"])
-        self.send_raw(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
-
-    def next_id(self) -> int:
-        return next(self._ids)
+        return self.send_raw(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
 
     def request_msg(
         self,
@@ -126,32 +130,24 @@ class ServerProcess:
             "params": p,
         }
 
+    # --- reading -------------------------------------------------------------------------------
+
     def read(self, timeout: float = 10.0) -> dict[str, Any]:
-        """The next message the server writes (checked against the schema)."""
-        line = self.lines.get(timeout=timeout)
-        if line is None:
-            raise EOFError("server closed stdout")
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
-            raise
-        self._check(msg, line)
-        return msg
-
-    def _check(self, msg: Any, line: bytes) -> None:
-        """Record the schema problems of one message the server wrote."""
-        method = self.methods.get(msg.get("id")) if isinstance(msg, dict) else None
-        for p in wirecheck.check_message(msg, method=method, version=self._era(msg)):
-            self.problems.append(f"{p} in {line[:300]!r}")
-
-    def _era(self, msg: Any) -> str:
-        """The schema for one server message: a response follows the era of its request
-        (modern ``_meta`` or not); anything else follows ``self.legacy``."""
-        rid = msg.get("id") if isinstance(msg, dict) else None
-        if isinstance(rid, (str, int)) and "method" not in msg and rid in self.modern_ids:
-            return wirecheck.MODERN
-        return wirecheck.LEGACY if self.legacy else wirecheck.MODERN
+        """The next message the server writes (`queue.Empty` after ``timeout`` seconds,
+        `EOFError` once stdout has closed, `ValueError` for an impure line)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not self._inbox:
+                left = deadline - time.monotonic()
+                if self.stdout_closed:
+                    raise EOFError("server closed stdout")
+                if left <= 0:
+                    raise queue.Empty
+                self.cond.wait(left)
+            item = self._inbox.popleft()
+        if isinstance(item, _Impure):
+            raise ValueError(f"impure line on stdout ({item.detail}): {item.raw[:200]!r}")
+        return item
 
     def read_until(
         self, id: Any, timeout: float = 10.0
@@ -184,17 +180,6 @@ class ServerProcess:
             params["arguments"] = arguments
         return self.request("tools/call", params, **kw)
 
-    def close_stdin(self) -> None:
-        if self.proc.stdin and not self.proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):
-                self.proc.stdin.close()
-
-    def wait(self, timeout: float = 5.0) -> int:
-        return self.proc.wait(timeout)
-
-    def signal(self, sig: int = signal.SIGTERM) -> None:
-        self.proc.send_signal(sig)
-
     def drain(self, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Every remaining message until stdout closes."""
         out = []
@@ -204,31 +189,10 @@ class ServerProcess:
             except (EOFError, queue.Empty):
                 return out
 
-    def stop(self) -> None:
-        self.close_stdin()
-        try:
-            self.proc.wait(3)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(3)
-        for line in self._remaining_lines():
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                self.problems.append(f"non-JSON line on stdout: {line[:200]!r}")
-                continue
-            self._check(msg, line)
+    # --- the process ---------------------------------------------------------------------------
 
-    def _remaining_lines(self) -> list[bytes]:
-        out = []
-        while True:
-            try:
-                line = self.lines.get(timeout=2)
-            except queue.Empty:
-                return out
-            if line is None:
-                return out
-            out.append(line)
+    def wait(self, timeout: float = 5.0) -> int:
+        return self.proc.wait(timeout)
 
 
 def python_server(script: str | Path, *args: str, **kw: Any) -> ServerProcess:

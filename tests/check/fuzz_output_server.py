@@ -8,7 +8,7 @@ import os
 import random
 import sys
 
-from mcpline.check.fuzz import Corpus, Fuzzer
+from mcpline.check.corpus import Corpus, Fuzzer
 
 SEED = int(os.environ.get("FUZZ_SEED", "0"))
 rng = random.Random(SEED)

@@ -155,7 +155,9 @@ def _rule_literals(path: Path) -> list[tuple[int, str]]:
 def test_every_rule_in_the_source_cites_something() -> None:
     checks = REPO / "src" / "mcpline" / "check"
     rules = [
-        (f"{p.name}:{n}", r) for p in sorted(checks.glob("*.py")) for n, r in _rule_literals(p)
+        (f"{p.relative_to(checks)}:{n}", r)
+        for p in sorted(checks.rglob("*.py"))
+        for n, r in _rule_literals(p)
     ]
     assert len(rules) >= 50
     assert [where for where, rule in rules if not references(rule)] == []

@@ -8,7 +8,8 @@ import os
 import sys
 import time
 
-from mcpline.check.fuzz import Corpus, Fuzzer, fuzz_server, readable_id, soak_server
+from mcpline.check.corpus import Corpus, Fuzzer, readable_id
+from mcpline.check.fuzz import fuzz_server, soak_server
 from mcpline.check.runner import ServerProcess, tree_rss
 
 from .util import EXAMPLES, HERE

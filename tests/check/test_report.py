@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from mcpline.check.checks import FAIL, PASS, CheckResult
+from mcpline.check.model import FAIL, PASS, CheckResult
 from mcpline.check.report import summary_line, to_json, write_rich, write_text
 
 HOSTILE = "reply \x1b]52;c;ZXZpbA==\x07 then \x1b[2K\r\u202eevil [/]"

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
-from .checks import EXTRA_GROUPS, GROUPS, Checker, CheckResult, find_slow_tool, summarize
+from .checker import Checker
+from .model import CheckResult, Status, find_slow_tool, summarize
+from .registry import EXTRA_GROUPS, GROUPS
 
-__all__ = ["EXTRA_GROUPS", "GROUPS", "CheckResult", "Checker", "find_slow_tool", "summarize"]
+__all__ = [
+    "EXTRA_GROUPS",
+    "GROUPS",
+    "CheckResult",
+    "Checker",
+    "Status",
+    "find_slow_tool",
+    "summarize",
+]

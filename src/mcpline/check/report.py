@@ -11,8 +11,9 @@ import shlex
 from typing import IO, Any
 
 from ..terminal import for_terminal
-from .checks import FAIL, PASS, SKIP, WARN, CheckResult, summarize
 from .cite import references
+from .model import FAIL, PASS, SKIP, WARN, CheckResult, summarize
+from .registry import in_report_order
 
 STYLES = {PASS: "green", FAIL: "bold red", WARN: "yellow", SKIP: "dim"}
 
@@ -35,7 +36,7 @@ def to_json(results: list[CheckResult], facts: dict[str, Any], argv: list[str]) 
         "summary": summarize(results),
         "ok": not any(r.status == FAIL for r in results),
         "facts": {k: v for k, v in facts.items() if k != "first_probe"},
-        "checks": [{**r.to_json(), "refs": references(r.rule)} for r in results],
+        "checks": [{**r.to_json(), "refs": references(r.rule)} for r in in_report_order(results)],
     }
 
 
@@ -57,7 +58,7 @@ def write_text(
     """Plain text: one line per check, the rule and observation under each non-PASS."""
     out.write(f"mcpline check -- {shlex.join(argv)}\n")
     group = None
-    for r in results:
+    for r in in_report_order(results):
         if r.group != group:
             group = r.group
             out.write(f"\n[{group}]\n")
@@ -82,7 +83,7 @@ def write_rich(
     console.print(f"[bold]mcpline check[/bold] -- {escape(shlex.join(argv))}")
     group = None
     table: Table | None = None
-    for r in results:
+    for r in in_report_order(results):
         if r.group != group:
             if table is not None:
                 console.print(table)

@@ -1,4 +1,4 @@
-"""A raw driver for one server process under test.
+"""The raw driver for one server process under test, shared by `mcpline check` and the tests.
 
 The checker must see every byte the server writes, so this does not use the mcpline client:
 it writes lines built with `mcpline.wire.encode` / `mcpline.jsonrpc`, splits stdout on
@@ -23,12 +23,12 @@ import msgspec
 
 from .. import __version__
 from ..jsonrpc import MISSING, is_valid_id, notification, request
-from ..spec import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
+from ..protocol.meta import has_modern_meta, modern_meta
+from ..spec import LOG_LEVEL_KEY, MODERN, PROGRESS_TOKEN_KEY
 from ..wire import encode
 from . import schema
+from .schema import LEGACY
 
-MODERN = schema.MODERN
-LEGACY = schema.LEGACY
 CLIENT_INFO = {"name": "mcpline-check", "version": __version__}
 STDERR_KEEP = 64 * 1024
 MAX_PROBLEMS_KEPT = 50
@@ -43,26 +43,6 @@ def idkey(value: Any) -> tuple[str, Any]:
     if t is str or t is int or value is None:
         return (t.__name__, value)
     return ("json", encode(value))
-
-
-def modern_meta(
-    caps: dict[str, Any] | None = None, overrides: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The per-request ``_meta`` a 2026-07-28 client sends, with ``overrides`` applied."""
-    meta: dict[str, Any] = {
-        PROTOCOL_VERSION_KEY: MODERN,
-        CLIENT_CAPABILITIES_KEY: {} if caps is None else caps,
-        CLIENT_INFO_KEY: CLIENT_INFO,
-    }
-    if overrides:
-        meta.update(overrides)
-    return meta
-
-
-def is_modern_request(msg: Any) -> bool:
-    params = msg.get("params") if isinstance(msg, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
 
 
 @dataclass
@@ -114,7 +94,9 @@ class ServerProcess:
     """A server launched over pipes; every stdout line is recorded and judged.
 
     With ``record=False`` messages are not kept; each is passed to ``sink`` (called under
-    ``cond``) instead: the fuzzer and the soak use this to stay in bounded memory.
+    ``cond``) instead: the fuzzer, the soak and the tests' driver use this. A subclass may
+    change how lines are taken in (`on_line`), how a message is judged (`judge`) and how a
+    broken line is recorded (`on_problem`); `mcpline check` uses the methods as they are.
     """
 
     def __init__(
@@ -127,6 +109,7 @@ class ServerProcess:
         record: bool = True,
         sink: Callable[[dict[str, Any]], None] | None = None,
         validate: bool = True,
+        stderr_keep: int | None = STDERR_KEEP,
     ) -> None:
         self.argv = argv
         self.label = label
@@ -142,8 +125,9 @@ class ServerProcess:
         self.log_requested = False
         self.legacy_session = False
         self.stdout_closed = False
+        self.stderr_keep = stderr_keep
         self.stderr_tail = bytearray()
-        self.started = time.monotonic()
+        """The last ``stderr_keep`` bytes of stderr (all of it when ``stderr_keep`` is None)."""
         self.cond = threading.Condition()
         self._ids = itertools.count(1)
         self._write_lock = threading.Lock()
@@ -169,7 +153,8 @@ class ServerProcess:
 
     # --- reading --------------------------------------------------------------------------
 
-    def _problem(self, kind: str, detail: str, raw: bytes) -> None:
+    def on_problem(self, kind: str, detail: str, raw: bytes) -> None:
+        """Record a line that broke a rule (see `LineProblem.kind`)."""
         st = self.stats
         st.problem_counts[kind] = st.problem_counts.get(kind, 0) + 1
         if kind == "impure" and not st.messages:
@@ -195,19 +180,21 @@ class ServerProcess:
                 nl = pending.find(b"\n", start)
                 if nl < 0:
                     break
-                line = bytes(pending[start:nl])
+                self._take(bytes(pending[start:nl]))
                 start = nl + 1
-                try:
-                    self._line(line)
-                except Exception as exc:  # a checker bug must not stop the reading
-                    self._problem("checker", f"internal checker error {exc!r}", line)
             if start:
                 del pending[:start]
         if pending:
-            self._problem("impure", "output ended with an unterminated line", bytes(pending))
+            self._take(bytes(pending), terminated=False)
         with self.cond:
             self.stdout_closed = True
             self.cond.notify_all()
+
+    def _take(self, line: bytes, terminated: bool = True) -> None:
+        try:
+            self.on_line(line, terminated)
+        except Exception as exc:  # a checker bug must not stop the reading
+            self.on_problem("checker", f"internal checker error {exc!r}", line)
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -220,33 +207,39 @@ class ServerProcess:
             if not chunk:
                 return
             self.stderr_tail += chunk
-            if len(self.stderr_tail) > STDERR_KEEP:
-                del self.stderr_tail[: len(self.stderr_tail) - STDERR_KEEP]
+            keep = self.stderr_keep
+            if keep is not None and len(self.stderr_tail) > keep:
+                del self.stderr_tail[: len(self.stderr_tail) - keep]
 
-    def _line(self, raw: bytes) -> None:
+    def on_line(self, raw: bytes, terminated: bool = True) -> None:
+        """Take in one stdout line (without its ``\\n``; ``terminated=False`` for a tail that
+        never got one): judge it, then record it or pass it to the sink."""
+        if not terminated:
+            self.on_problem("impure", "output ended with an unterminated line", raw)
+            return
         self.stats.lines += 1
         line = raw
         if line.endswith(b"\r"):
-            self._problem("crlf", "line ends with \\r\\n instead of \\n", raw)
+            self.on_problem("crlf", "line ends with \\r\\n instead of \\n", raw)
             line = line[:-1]
         if not line.strip():
-            self._problem("impure", "blank line", raw)
+            self.on_problem("impure", "blank line", raw)
             return
         try:
             line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            self._problem("impure", f"not UTF-8 ({exc.reason} at byte {exc.start})", raw)
+            self.on_problem("impure", f"not UTF-8 ({exc.reason} at byte {exc.start})", raw)
             return
         try:
             msg = _decoder.decode(line)
         except (msgspec.DecodeError, ValueError, RecursionError) as exc:
-            self._problem("impure", f"not one JSON value ({str(exc)[:80]})", raw)
+            self.on_problem("impure", f"not one JSON value ({str(exc)[:80]})", raw)
             return
         if type(msg) is not dict:
-            self._problem("impure", f"a JSON {type(msg).__name__}, not an object", raw)
+            self.on_problem("impure", f"a JSON {type(msg).__name__}, not an object", raw)
             return
         self.stats.messages += 1
-        self._judge(msg, raw)
+        self.judge(msg, raw)
         if not self.record:
             with self.cond:
                 if self.sink is not None:
@@ -262,9 +255,10 @@ class ServerProcess:
                 self.responses.setdefault(idkey(msg.get("id")), []).append(rec)
             self.cond.notify_all()
 
-    def _judge(self, msg: dict[str, Any], raw: bytes) -> None:
+    def judge(self, msg: dict[str, Any], raw: bytes) -> None:
+        """Check one message against the schema of its era (and flag server requests)."""
         if "method" in msg and "id" in msg and not self.legacy_session:
-            self._problem("request", f"server sent a request ({msg.get('method')!r})", raw)
+            self.on_problem("request", f"server sent a request ({msg.get('method')!r})", raw)
         if not self.validate:
             return
         method = None
@@ -274,7 +268,7 @@ class ServerProcess:
             method = self.sent_methods.get(key) or None
             version = self.sent_era.get(key, MODERN)
         for p in schema.message_problems(msg, method=method, version=version):
-            self._problem("schema", p, raw)
+            self.on_problem("schema", p, raw)
 
     # --- writing --------------------------------------------------------------------------
 
@@ -283,10 +277,13 @@ class ServerProcess:
 
     def send_raw(self, data: bytes) -> bool:
         """Write bytes to stdin; False when the server no longer reads."""
-        assert self.proc.stdin is not None
+        stdin = self.proc.stdin
+        assert stdin is not None
         try:
             with self._write_lock:
-                self.proc.stdin.write(data)
+                view = memoryview(data)
+                while view:
+                    view = view[stdin.write(view) :]
             return True
         except (BrokenPipeError, OSError, ValueError):
             return False
@@ -300,12 +297,12 @@ class ServerProcess:
         known = self.sent_methods.get(key, msg["method"])
         # An id reused for another method: its reply cannot be matched to one result type.
         self.sent_methods[key] = msg["method"] if known == msg["method"] else ""
-        self.sent_era[key] = MODERN if is_modern_request(msg) else LEGACY
         params = msg.get("params")
+        self.sent_era[key] = MODERN if has_modern_meta(params) else LEGACY
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict):
-            if "progressToken" in meta:
-                self.progress_tokens.add(idkey(meta["progressToken"]))
+            if PROGRESS_TOKEN_KEY in meta:
+                self.progress_tokens.add(idkey(meta[PROGRESS_TOKEN_KEY]))
             if LOG_LEVEL_KEY in meta:
                 self.log_requested = True
 
@@ -324,7 +321,7 @@ class ServerProcess:
         """A request; modern ``_meta`` is added unless ``meta`` is given (None = no _meta)."""
         p = dict(params or {})
         if meta is MISSING:
-            p.setdefault("_meta", modern_meta())
+            p.setdefault("_meta", modern_meta(MODERN, {}, CLIENT_INFO))
         elif meta is not None:
             p["_meta"] = meta
         rid = self.next_id() if id is None else id
@@ -396,7 +393,7 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    def signal(self, sig: int) -> None:
+    def signal(self, sig: int = signal.SIGTERM) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(sig)
 

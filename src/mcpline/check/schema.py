@@ -13,31 +13,52 @@ from typing import Any
 
 import jsonschema_rs
 
-from ..spec import MRTR_METHODS
+from ..spec import (
+    COMPLETE,
+    DISCOVER,
+    INITIALIZE,
+    LEGACY_VERSIONS,
+    LISTEN,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN,
+    MRTR_METHODS,
+    PING,
+    PROMPTS_GET,
+    PROMPTS_LIST,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    SET_LEVEL,
+    SUBSCRIBE,
+    TOOLS_CALL,
+    TOOLS_LIST,
+    UNSUBSCRIBE,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
+LEGACY = LEGACY_VERSIONS[0]
+"""The legacy revision whose schema ships here (what the checker's legacy session speaks)."""
 
 RESULT_DEFS = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "logging/setLevel": "EmptyResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
+    DISCOVER: "DiscoverResult",
+    TOOLS_LIST: "ListToolsResult",
+    TOOLS_CALL: "CallToolResult",
+    RESOURCES_LIST: "ListResourcesResult",
+    RESOURCES_TEMPLATES_LIST: "ListResourceTemplatesResult",
+    RESOURCES_READ: "ReadResourceResult",
+    PROMPTS_LIST: "ListPromptsResult",
+    PROMPTS_GET: "GetPromptResult",
+    COMPLETE: "CompleteResult",
+    LISTEN: "SubscriptionsListenResult",
+    INITIALIZE: "InitializeResult",
+    PING: "EmptyResult",
+    SET_LEVEL: "EmptyResult",
+    SUBSCRIBE: "EmptyResult",
+    UNSUBSCRIBE: "EmptyResult",
 }
 TYPED_ERRORS = {
-    -32021: "MissingRequiredClientCapabilityError",
-    -32022: "UnsupportedProtocolVersionError",
+    MISSING_REQUIRED_CLIENT_CAPABILITY: "MissingRequiredClientCapabilityError",
+    UNSUPPORTED_PROTOCOL_VERSION: "UnsupportedProtocolVersionError",
 }
 
 

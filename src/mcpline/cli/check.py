@@ -8,7 +8,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from ..check.checks import EXTRA_GROUPS, GROUPS
+    from ..check.registry import GROUPS
 
     p = sub.add_parser(
         "check",
@@ -78,12 +78,12 @@ def register(sub: Any) -> None:
         help="the command that starts the server",
     )
     p.set_defaults(func=run)
-    all_groups = GROUPS + EXTRA_GROUPS
-    p.set_defaults(_all_groups=all_groups)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..check.checks import GROUPS, Checker
+    from ..check.checker import Checker
+    from ..check.model import FAIL
+    from ..check.registry import ALL_GROUPS, GROUPS
     from ..check.report import summary_line, write_json, write_rich, write_text
 
     argv = list(args.server)
@@ -100,12 +100,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.only:
         groups = [g.strip() for g in args.only.split(",") if g.strip()]
-        unknown = [g for g in groups if g not in args._all_groups]
+        unknown = [g for g in groups if g not in ALL_GROUPS]
         if unknown:
             print(
                 (
                     f"mcpline check: unknown group(s) {', '.join(unknown)}; choose from "
-                    f"{', '.join(args._all_groups)}"
+                    f"{', '.join(ALL_GROUPS)}"
                 ),
                 file=sys.stderr,
             )
@@ -151,4 +151,4 @@ def run(args: argparse.Namespace) -> int:
             write_text(sys.stdout, results, checker.facts, argv, verbose=args.verbose)
     else:
         write_text(sys.stdout, results, checker.facts, argv, verbose=args.verbose)
-    return 1 if any(r.status == "FAIL" for r in results) else 0
+    return 1 if any(r.status == FAIL for r in results) else 0
