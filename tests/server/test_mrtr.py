@@ -490,3 +490,19 @@ def test_our_client_answering_off_schema_is_asked_once_in_either_era(era: str) -
     else:
         assert outcome["isError"] is True
         assert "did not match the requested schema" in outcome["content"][0]["text"]
+
+
+def test_elicit_shorthand_takes_python_types_and_property_schemas() -> None:
+    from mcpline import elicit
+
+    day = {"type": "string", "enum": ["mon", "tue"]}
+    req = elicit("When?", {"day": day, "hour": int, "sure": bool}, required=["day"])
+    assert req.params["requestedSchema"] == {
+        "type": "object",
+        "properties": {"day": day, "hour": {"type": "integer"}, "sure": {"type": "boolean"}},
+        "required": ["day"],
+    }
+    with pytest.raises(TypeError, match="field 'when'"):
+        elicit("When?", {"when": list})
+    with pytest.raises(TypeError, match="field 'when'"):
+        elicit("When?", {"when": ["not", "a", "schema"]})

@@ -104,10 +104,10 @@ def elicit(
     else:
         props: dict[str, Any] = {}
         for name, spec in schema.items():
-            if spec in _PY_TYPES:
-                props[name] = {"type": _PY_TYPES[spec]}
-            elif isinstance(spec, Mapping):
+            if isinstance(spec, Mapping):
                 props[name] = dict(spec)
+            elif isinstance(spec, type) and spec in _PY_TYPES:
+                props[name] = {"type": _PY_TYPES[spec]}
             else:
                 raise TypeError(f"field {name!r}: use str, int, float, bool or a property schema")
         requested = {"type": "object", "properties": props}
