@@ -400,3 +400,28 @@ def recover_id(data: bytes, suffix: bytes = b"") -> RequestId | None:
     if rid is None and suffix:
         rid = trailing_id(suffix)
     return rid
+
+
+__all__ = [
+    "classify",
+    "decode",
+    "duplicate_id_reply",
+    "Envelope",
+    "error_response",
+    "Invalid",
+    "is_valid_id",
+    "Message",
+    "MISSING",
+    "Notification",
+    "notification",
+    "parse",
+    "recover_id",
+    "Request",
+    "request",
+    "RequestId",
+    "Response",
+    "result_response",
+    "scan_envelope",
+    "trailing_id",
+    "unparsable",
+]

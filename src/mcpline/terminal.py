@@ -35,3 +35,10 @@ def json_for_terminal(dumped: str) -> str:
     value, nothing a terminal acts on. (``json.dumps`` already escapes C0 controls inside
     strings; the newlines outside strings are its indentation.)"""
     return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+
+
+__all__ = [
+    "for_terminal",
+    "json_for_terminal",
+    "UNSAFE",
+]

@@ -208,3 +208,13 @@ def encode(message: Any) -> bytes:
     if b"\xe2\x80" in raw:
         raw = _escape_separators(raw)
     return raw + b"\n"
+
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "encode",
+    "LineBuffer",
+    "Oversized",
+    "PREFIX_KEEP",
+    "SUFFIX_KEEP",
+]

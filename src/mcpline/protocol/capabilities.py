@@ -32,3 +32,9 @@ def require_capability(caps: dict[str, Any], path: str) -> None:
         node = node[part]
     node[parts[-1]] = {}
     raise MissingCapabilityError(required)
+
+
+__all__ = [
+    "has_capability",
+    "require_capability",
+]

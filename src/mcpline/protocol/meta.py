@@ -128,3 +128,11 @@ def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMet
         progress_token=token,
         raw=meta,
     )
+
+
+__all__ = [
+    "has_modern_meta",
+    "modern_meta",
+    "RequestMeta",
+    "validate_request_meta",
+]

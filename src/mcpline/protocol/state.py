@@ -250,3 +250,16 @@ class StateSealer:
         if self.ledger is not None and not self.ledger.claim(str(payload["n"]), expiry):
             raise StateError("was already used (each is accepted once); start again without it")
         return payload["s"], inputs
+
+
+__all__ = [
+    "EXCLUDED_PARAMS",
+    "MAX_STATE_CHARS",
+    "MemoryNonceLedger",
+    "MIN_KEY_BYTES",
+    "NonceLedger",
+    "params_digest",
+    "resolve_key",
+    "STATE_KEY_ENV",
+    "StateSealer",
+]

@@ -254,3 +254,22 @@ def prefix_filter(choices: Iterable[str], value: str) -> list[str]:
     """Choices starting with ``value`` (case-insensitively), in their original order."""
     low = value.lower()
     return [c for c in choices if c.lower().startswith(low)]
+
+
+__all__ = [
+    "choices_for",
+    "Completer",
+    "COMPLETER_PARAMS",
+    "Completion",
+    "Completions",
+    "enum_values",
+    "Key",
+    "known_arguments",
+    "make_completer",
+    "MAX_VALUES",
+    "parse_query",
+    "prefix_filter",
+    "Query",
+    "run",
+    "shape",
+]

@@ -344,3 +344,8 @@ class Connection:
 
     def _tasks(self) -> list[asyncio.Task[None]]:
         return [e.task for e in self.inflight.values() if e.task is not None]
+
+
+__all__ = [
+    "Connection",
+]

@@ -127,3 +127,16 @@ class ToolResult:
         if self.meta:
             out["_meta"] = dict(self.meta)
         return out
+
+
+__all__ = [
+    "audio",
+    "CONTENT_TYPES",
+    "embedded_blob",
+    "embedded_text",
+    "image",
+    "is_content_block",
+    "resource_link",
+    "text",
+    "ToolResult",
+]

@@ -192,3 +192,8 @@ class Context:
 
     def error(self, data: Any) -> None:
         self.log("error", data)
+
+
+__all__ = [
+    "Context",
+]

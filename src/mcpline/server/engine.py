@@ -287,3 +287,14 @@ class Engine:
                 era.resource_updated(peer, uri)
 
         self.on_loops(deliver)
+
+
+__all__ = [
+    "Engine",
+    "Exchange",
+    "FINAL",
+    "MOVES",
+    "Peer",
+    "Phase",
+    "Routed",
+]

@@ -103,3 +103,10 @@ class ModernEra:
     def resource_updated(self, peer: Peer, uri: str) -> None:
         if self._dispatch.has_subscriptions():
             self._dispatch.subscriptions.resource_updated(peer, uri)
+
+
+__all__ = [
+    "Era",
+    "EraHost",
+    "ModernEra",
+]

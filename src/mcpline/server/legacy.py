@@ -521,3 +521,13 @@ class LegacyEra:
         session = self.session(peer)
         if session is not None and session.answered and uri in session.subscriptions:
             peer.send(encode(notification(RESOURCE_UPDATED, {"uri": uri})), Kind.SESSION)
+
+
+__all__ = [
+    "ClientInputError",
+    "legacy_result",
+    "LegacyEra",
+    "LegacySession",
+    "negotiate",
+    "SESSION_KEY",
+]

@@ -452,3 +452,26 @@ def refuse(method: str) -> JsonRpcError:
         f"Internal error: {method} cannot ask the client for input "
         f"(only {', '.join(sorted(MRTR_METHODS))} can)",
     )
+
+
+__all__ = [
+    "ask",
+    "ask_all",
+    "can_ask",
+    "check_response",
+    "content_problems",
+    "elicit",
+    "elicit_url",
+    "input_required_result",
+    "InputRequest",
+    "InputRequired",
+    "list_roots",
+    "missing_capabilities",
+    "parse_input_responses",
+    "prepare",
+    "refuse",
+    "response_problem",
+    "run_modern",
+    "sample",
+    "select_requests",
+]

@@ -60,3 +60,11 @@ def decide(kind: Kind, buffered: int, size: int, limit: int) -> Action:
     if kind is Kind.REPLY:
         return Action.SEND if buffered <= limit else Action.DISCONNECT
     return _OVER[kind]
+
+
+__all__ = [
+    "Action",
+    "decide",
+    "DEFAULT_MAX_OUTBOUND_BYTES",
+    "Kind",
+]

@@ -414,3 +414,22 @@ def check_uri_param(params: dict[str, Any]) -> str:
     if not isinstance(uri, str) or not uri:
         raise JsonRpcError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
     return uri
+
+
+__all__ = [
+    "bind_variables",
+    "CACHE_SCOPES",
+    "check_uri_param",
+    "CONTENTS_KEYS",
+    "make_resource",
+    "PathEscapeError",
+    "read",
+    "read_result",
+    "Resource",
+    "Resources",
+    "safe_path",
+    "SEGMENT_OPERATORS",
+    "segment_variables",
+    "SEPARATORS",
+    "to_contents",
+]

@@ -198,3 +198,12 @@ class Subscriptions:
                 sub.exchange.reply(result_response(sub.id, result))
             if not sub.done.done():
                 sub.done.set_result(None)
+
+
+__all__ = [
+    "FLAG_CAPABILITY",
+    "honour",
+    "Listen",
+    "LISTENS_KEY",
+    "Subscriptions",
+]

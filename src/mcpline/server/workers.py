@@ -223,3 +223,9 @@ class WorkerPool:
 
 def _cancel(fut: asyncio.Future[Any]) -> None:
     fut.cancel()
+
+
+__all__ = [
+    "SPAWN_DELAY",
+    "WorkerPool",
+]
