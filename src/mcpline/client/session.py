@@ -1,21 +1,23 @@
 """The client's request/response engine for one byte stream (one process or one socket).
 
-Framing comes from `mcpline.wire` and envelope rules from `mcpline.jsonrpc`; this module
-only correlates: ids to pending requests, progress tokens to callbacks, subscription ids
-to listeners, and (legacy era only) server-initiated requests to host handlers.
+Bytes become events in `mcpline.inbound.Inbound` (the same pipeline the server uses); this
+module is the client's policy on them: it correlates ids to pending requests, progress
+tokens to callbacks, subscription ids to listeners and (legacy era only) server-initiated
+requests to host handlers, and decides what an over-long or unreadable line fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import jsonrpc, spec
+from .. import jsonrpc
 from ..errors import (
     ClientError,
     ConnectionLost,
@@ -24,9 +26,10 @@ from ..errors import (
     RequestTimeout,
     ServerError,
 )
+from ..inbound import Event, Inbound, Invalid, Notification, Oversized, Request, Response
 from ..jsonrpc import RequestId
-from ..spec import INTERNAL_ERROR, SUBSCRIPTION_ID_KEY
-from ..wire import DEFAULT_MAX_LINE_BYTES, LineBuffer, Oversized, encode
+from ..spec import INTERNAL_ERROR, PARSE_ERROR, SUBSCRIPTION_ID_KEY
+from ..wire import DEFAULT_MAX_LINE_BYTES, encode
 
 log = logging.getLogger("mcpline.client")
 
@@ -35,8 +38,6 @@ NotificationCallback = Callable[[str, Any], None]
 Trace = Callable[[str, bytes], None]
 """``trace(direction, line)``: direction is ``"send"`` or ``"recv"``."""
 
-HEAD_KEEP = 4096
-"""How much of the start of the line in progress is kept, to tell what an over-long one is."""
 MAX_SERVER_REQUESTS = 16
 """Server-initiated requests handled at once by default; more are refused with -32603."""
 MAX_CALLBACK_TASKS = 256
@@ -142,7 +143,9 @@ class Session:
         self.accept_requests = False
         """Answer server-initiated requests (only a legacy-era session does)."""
         self._ids = ids if ids is not None else id_counter()
-        self._lines = LineBuffer(max_line_bytes)
+        self._inbound = Inbound(
+            max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
+        )
         self._pending: dict[RequestId, _Pending] = {}
         self._tokens: dict[RequestId, _Pending] = {}
         self._listeners: dict[RequestId, _Pending] = {}
@@ -152,10 +155,7 @@ class Session:
         """Server-initiated requests refused because ``max_server_requests`` were running."""
         self.callbacks = CallbackTasks()
         self._trace = trace
-        self._discarding = False
         self._garbage = 0
-        self._unterminated = 0  # bytes received since the last newline
-        self._head = b""  # the first bytes of that unterminated line
         self.answered = False
         """True once the server sent a response (to anything)."""
         self.closed = False
@@ -170,67 +170,50 @@ class Session:
 
     def feed(self, data: bytes) -> None:
         """Bytes from the server's output."""
-        for item in self._lines.feed(data):
-            self._line(item)
-        # (LineBuffer.buffered stops growing once it drops an over-long line, so the
-        # length of the unterminated line is counted here.)
-        nl = data.rfind(b"\n")
-        if nl >= 0:
-            self._unterminated = len(data) - nl - 1
-            self._head = data[nl + 1 : nl + 1 + HEAD_KEEP]
-        else:
-            self._unterminated += len(data)
-            if len(self._head) < HEAD_KEEP:
-                self._head += data[: HEAD_KEEP - len(self._head)]
-        if not self._discarding and self._unterminated > self._lines.max_line_bytes:
-            # The line is already over the limit and still has no newline: act now
-            # rather than when (if ever) it ends.
-            self._discarding = True
-            self._oversized(jsonrpc.scan_envelope(self._head), b"", self._unterminated)
+        for event in self._inbound.feed(data):
+            self._dispatch(event)
 
     def eof(self, reason: str | ClientError = "the server closed its output") -> None:
         """The server's output ended; ``reason`` (or the error made of it) fails what waits."""
-        for item in self._lines.eof():
-            self._line(item)
+        for event in self._inbound.eof():
+            self._dispatch(event)
         self.connection_lost(reason if isinstance(reason, ClientError) else ConnectionLost(reason))
 
-    def _line(self, item: bytes | Oversized) -> None:
-        if isinstance(item, Oversized):
-            if self._discarding:
-                self._discarding = False
-            else:
-                self._oversized(jsonrpc.scan_envelope(item.prefix), item.suffix, item.size)
-            return
-        if self._trace is not None:
-            self._trace("recv", item)
-        msg = jsonrpc.parse(item)
-        kind = type(msg)
-        if kind is jsonrpc.Response:
+    def _dispatch(self, event: Event) -> None:
+        kind = type(event)
+        if kind is Response:
             self.answered = True
-            self._on_response(msg)  # type: ignore[arg-type]
-        elif kind is jsonrpc.Notification:
-            self._on_notification(msg.method, msg.params)  # type: ignore[union-attr]
-        elif kind is jsonrpc.Request:
-            self._on_request(msg)  # type: ignore[arg-type]
-        elif not self._unusable_answer(item, msg.reason):  # type: ignore[union-attr]
-            self._garbage += 1
-            level = (
-                logging.WARNING
-                if self._garbage <= 20 or self._garbage % 1000 == 0
-                else logging.DEBUG
-            )
-            log.log(
-                level,
-                "%s wrote a line that is not a JSON-RPC message (%s), skipped: %r",
-                self.label,
-                msg.reason,  # type: ignore[union-attr]
-                item[:200],
-            )
+            self._on_response(event)  # type: ignore[arg-type]
+        elif kind is Notification:
+            self._on_notification(event.method, event.params)  # type: ignore[union-attr]
+        elif kind is Request:
+            self._on_request(event)  # type: ignore[arg-type]
+        elif kind is Oversized:
+            if not event.followup:  # type: ignore[union-attr]
+                self._oversized(event)  # type: ignore[arg-type]
+        else:
+            self._invalid(event)  # type: ignore[arg-type]
+
+    def _invalid(self, event: Invalid) -> None:
+        """Garbage is logged (rate-limited) and skipped, unless it is an unusable answer."""
+        if self._unusable_answer(event.line, event.reason):
+            return
+        self._garbage += 1
+        level = (
+            logging.WARNING if self._garbage <= 20 or self._garbage % 1000 == 0 else logging.DEBUG
+        )
+        log.log(
+            level,
+            "%s wrote a line that is not a JSON-RPC message (%s), skipped: %r",
+            self.label,
+            event.reason,
+            event.line[:200],
+        )
 
     def _unusable_answer(self, line: bytes, reason: str) -> bool:
         """A line we cannot use whose top level names a pending request as its answer
         (e.g. a string escape strict UTF-8 refuses): fail that request now instead of
-        leaving it to time out. Other garbage is skipped as before."""
+        leaving it to time out. Other garbage is skipped."""
         if b'"id"' not in line:
             return False
         env = jsonrpc.scan_envelope(line)
@@ -246,37 +229,38 @@ class Session:
             p.future.set_exception(err)
         return True
 
-    def _oversized(self, env: jsonrpc.Envelope, suffix: bytes, size: int) -> None:
-        """Drop an over-long line; its start says what it was. A notification or a server
-        request is no answer and fails nothing (the request gets an error reply); an answer
-        fails its own request, or nothing if that one no longer waits; a line that does not
-        say fails every request in flight but listens."""
-        limit = self._lines.max_line_bytes
-        if env.has_method:
+    def _oversized(self, event: Oversized) -> None:
+        """An over-long line, dropped; acted on at its first report (what its ends say).
+
+        A notification or a server request is no answer and fails nothing (a server request
+        with an id gets a -32700 reply); an answer fails its own request without cancelling
+        it, or nothing if that one no longer waits; a line that names no id fails every
+        request in flight but listens.
+        """
+        limit = event.limit
+        if event.has_method:
             log.warning(
                 "%s sent a %s of at least %d bytes, over the %d-byte line limit; discarded",
                 self.label,
-                "request" if env.has_id else "notification",
-                size,
+                "request" if event.has_id else "notification",
+                event.size,
                 limit,
             )
-            if env.id is not None and self.accept_requests and not self.closed:
-                with contextlib.suppress(ClientError):
-                    self._send(
-                        jsonrpc.error_response(
-                            env.id, spec.PARSE_ERROR, f"Parse error: over {limit} bytes"
-                        )
+            if event.id is not None and self.accept_requests and not self.closed:
+                self._send_quietly(
+                    jsonrpc.error_response(
+                        event.id, PARSE_ERROR, f"Parse error: over {limit} bytes"
                     )
+                )
             return
         err = ProtocolError(
-            f"{self.label} sent a message of at least {size} bytes, "
+            f"{self.label} sent a message of at least {event.size} bytes, "
             f"over the {limit}-byte line limit; "
             "it was discarded"
         )
         log.warning("%s", err)
-        rid = env.id if env.id is not None or not suffix else jsonrpc.trailing_id(suffix)
-        if rid is not None:
-            p = self._pending.get(rid)
+        if event.id is not None:
+            p = self._pending.get(event.id)
             if p is not None:  # answered, if unreadably: fail it without cancelling
                 self._forget(p)
                 if not p.future.done():
@@ -286,7 +270,7 @@ class Session:
             if p.on_notification is None:  # listens survive; their next message is intact
                 self._fail(p, err)
 
-    def _on_response(self, resp: jsonrpc.Response) -> None:
+    def _on_response(self, resp: Response) -> None:
         p = self._pending.get(resp.id) if resp.id is not None else None
         if p is None:
             if resp.id is None and resp.error is not None:
@@ -368,7 +352,7 @@ class Session:
             except Exception:
                 log.exception("progress callback failed")
 
-    def _on_request(self, req: jsonrpc.Request) -> None:
+    def _on_request(self, req: Request) -> None:
         if not self.accept_requests:
             log.warning(
                 "%s sent a %s request, which this era does not allow; ignored",
@@ -377,10 +361,7 @@ class Session:
             )
             return
         if req.id in self._served:
-            # Without an id: the request in flight will answer with it.
-            shown = encode(req.id)[:-1].decode()
-            why = f"Invalid Request: a request with id {shown} is already in flight"
-            self._send_quietly(jsonrpc.error_response(None, spec.INVALID_REQUEST, why))
+            self._send_quietly(jsonrpc.duplicate_id_reply(req.id))
             return
         if len(self._served) >= self.max_server_requests:
             self.refused += 1
@@ -399,7 +380,7 @@ class Session:
             return
         self._served[req.id] = self.loop.create_task(self._serve(req))
 
-    async def _serve(self, req: jsonrpc.Request) -> None:
+    async def _serve(self, req: Request) -> None:
         try:
             params = req.params if req.params is not jsonrpc.MISSING else {}
             result = await self.host.on_request(req.method, params)
