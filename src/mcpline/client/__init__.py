@@ -13,7 +13,7 @@ from ..errors import (
     ServerError,
     VersionMismatch,
 )
-from .core import Client, Listener, ServerNotification
+from .client import Client, Listener, ServerNotification
 from .era import ServerDescription
 from .mrtr import InputHandlers
 
