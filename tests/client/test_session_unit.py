@@ -67,7 +67,9 @@ Test = Callable[[Session, Wire, Host], Awaitable[None]]
 def session_test(fn: Test, *, trace: Callable[[str, bytes], None] | None = None) -> None:
     async def main() -> None:
         host = Host()
-        session = Session(host, max_line_bytes=LIMIT, trace=trace, label="unit")
+        session = Session(
+            host.on_notification, host.on_request, max_line_bytes=LIMIT, trace=trace, label="unit"
+        )
         wire = Wire()
         session.channel = wire
         await fn(session, wire, host)

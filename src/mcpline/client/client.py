@@ -1,13 +1,13 @@
-"""`Client`: one MCP server (a subprocess or a socket address) used reliably from a host."""
+"""`Client`: one MCP server, reached through a transport, used reliably from a host."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,10 +21,7 @@ from ..errors import (
 )
 from ..jsonrpc import RequestId
 from ..spec import (
-    LEGACY_VERSIONS,
     LOG_LEVEL_KEY,
-    LOG_LEVELS,
-    MODERN_VERSIONS,
     MRTR_METHODS,
     PYTHON_LOG_LEVEL,
 )
@@ -32,14 +29,17 @@ from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
+from .options import ClientOptions, LogCallback
 from .session import (
     MAX_SERVER_REQUESTS,
     CallbackTasks,
+    Channel,
     NotificationCallback,
     ProgressCallback,
     Session,
     Trace,
 )
+from .transports import SocketServer, StdioServer, Transport
 
 log = logging.getLogger("mcpline.client")
 
@@ -81,7 +81,7 @@ class ServerNotification:
 @dataclass
 class _Link:
     session: Session
-    channel: Any
+    channel: Channel
     description: ServerDescription
     opened_at: float = 0.0
 
@@ -90,36 +90,27 @@ class _Link:
         return not self.session.closed
 
 
-class Client:
-    """An MCP client for one server. Use `Client.stdio(...)` or `Client.connect(address)`.
+def _split(transport: type[Any], options: dict[str, Any], *given: str) -> dict[str, Any]:
+    """Take out of ``options`` the fields of the ``transport`` dataclass (but ``given``)."""
+    names = {f.name for f in dataclasses.fields(transport)} - set(given)
+    return {name: options.pop(name) for name in list(options) if name in names}
 
-    ``timeout`` is the per-request default (reset by progress); ``max_timeout`` is the
-    hard maximum whatever progress says. ``era`` is ``"auto"`` (probe), ``"modern"`` or
-    ``"legacy"``. ``on_elicit``/``on_sample``/``on_roots`` take the request params and
-    return the result object; registering one declares the matching client capability.
-    ``log_level`` asks for log notifications, delivered to ``on_log`` (or `logging`).
-    A crashed server is restarted (sockets: reconnected) at most ``max_restarts`` times in
-    a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds;
-    a server that had been up for ``stable_after`` seconds before it died starts a new row.
-    ``deadline`` (seconds, counted from the first request or `start`) bounds everything the
-    client does for requests — starting the server, the era probe and fallback, restarts and
-    the requests themselves — for one-shot use such as the command line; past it a request
-    raises `RequestTimeout`. Shutdown is bounded by ``close_grace`` and ``term_grace``.
-    A legacy server's own requests are handled at most ``max_server_requests`` at a time
-    (more are answered -32603); `list_all` collects at most ``max_list_items`` items.
+
+class Client:
+    """An MCP client for one server: ``Client(transport, **options)``.
+
+    The transport says how to reach the server: `StdioServer` (launch a command) or
+    `SocketServer` (connect to an address), or any other `Transport`; `Client.stdio` and
+    `Client.connect` build those from keyword arguments. The options (see `ClientOptions`,
+    kept as ``client.options``) are the same whatever the transport: timeouts and the
+    deadline, the era, input and log callbacks, the restart policy and limits.
     """
 
     def __init__(
         self,
+        transport: Transport,
         *,
-        command: str | None = None,
-        args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-        inherit_env: bool = True,
-        cwd: str | os.PathLike[str] | None = None,
-        address: str | None = None,
-        token: str | None = None,
-        client_info: dict[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
         timeout: float = 60.0,
         max_timeout: float = 600.0,
         deadline: float | None = None,
@@ -130,65 +121,55 @@ class Client:
         on_roots: InputHandler | None = None,
         elicitation_modes: Sequence[str] = ("form",),
         log_level: str | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        on_log: LogCallback | None = None,
         on_notification: NotificationCallback | None = None,
-        on_stderr: Callable[[str], None] | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        trace: Trace | None = None,
         max_restarts: int = 3,
         restart_backoff: float = 0.2,
         max_backoff: float = 5.0,
         stable_after: float = 30.0,
-        close_grace: float = 2.0,
-        term_grace: float = 2.0,
         eager: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_rounds: int = 8,
-        trace: Trace | None = None,
-        watchdog: bool = True,
         max_server_requests: int = MAX_SERVER_REQUESTS,
         max_list_items: int = 100_000,
     ) -> None:
-        if (command is None) == (address is None):
-            raise ValueError("give exactly one of command= or address=")
-        if era not in ("auto", MODERN, LEGACY):
-            raise ValueError("era must be 'auto', 'modern' or 'legacy'")
-        if log_level is not None and log_level not in LOG_LEVELS:
-            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
-        self.command = command
-        self.args = list(args)
-        self.env = dict(env) if env else None
-        self.inherit_env = inherit_env
-        self.cwd = cwd
-        self.address = address
-        self.token = token
-        self.client_info = dict(client_info or CLIENT_INFO)
-        self.timeout = timeout
-        self.max_timeout = max_timeout
-        self.deadline = deadline
+        self.transport = transport
+        """How the server is reached (and reached again after a crash)."""
+        self.options = ClientOptions(
+            client_info=client_info,
+            timeout=timeout,
+            max_timeout=max_timeout,
+            deadline=deadline,
+            probe_timeout=probe_timeout,
+            era=era,
+            on_elicit=on_elicit,
+            on_sample=on_sample,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            log_level=log_level,
+            on_log=on_log,
+            on_notification=on_notification,
+            trace=trace,
+            max_restarts=max_restarts,
+            restart_backoff=restart_backoff,
+            max_backoff=max_backoff,
+            stable_after=stable_after,
+            eager=eager,
+            max_line_bytes=max_line_bytes,
+            max_rounds=max_rounds,
+            max_server_requests=max_server_requests,
+            max_list_items=max_list_items,
+        )
+        o = self.options
+        self._handlers = InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes)
+        self._info: dict[str, Any] | None = dict(o.client_info) if o.client_info else None
         self._deadline_at: float | None = None
-        self.probe_timeout = probe_timeout
-        self.era = era
-        self.handlers = InputHandlers(on_elicit, on_sample, on_roots, tuple(elicitation_modes))
-        self.log_level = log_level
-        self.on_log = on_log
-        self.on_notification_cb = on_notification
-        self.on_stderr = on_stderr
-        self.max_line_bytes = max_line_bytes
-        self.max_restarts = max_restarts
-        self.restart_backoff = restart_backoff
-        self.max_backoff = max_backoff
-        self.stable_after = stable_after
-        self.close_grace = close_grace
-        self.term_grace = term_grace
-        self.eager = eager
-        self.max_rounds = max_rounds
-        self.trace = trace
-        self.watchdog = watchdog
-        self.max_server_requests = max_server_requests
-        self.max_list_items = max_list_items
         self._callbacks = CallbackTasks()
         self._ids = itertools.count(1)
         self._link: _Link | None = None
-        self._opening: Any = None  # the channel whose handshake is under way
+        self._opening: Channel | None = None
+        """The channel whose handshake is under way."""
         self._description: ServerDescription | None = None
         self._start_lock: asyncio.Lock | None = None
         self._failures = 0
@@ -204,21 +185,27 @@ class Client:
 
     @classmethod
     def stdio(cls, command: str, args: Sequence[str] = (), **options: Any) -> Client:
-        """A client that launches ``command args`` and speaks over its stdin/stdout."""
-        return cls(command=command, args=args, **options)
+        """A client that launches ``command args`` and speaks over its stdin/stdout.
+
+        ``options`` are those of `StdioServer` (``env``, ``inherit_env``, ``cwd``,
+        ``on_stderr``, ``close_grace``, ``term_grace``, ``watchdog``) and of `Client`."""
+        server = _split(StdioServer, options, "command", "args")
+        return cls(StdioServer(command, args, **server), **options)
 
     @classmethod
     def connect(cls, address: str, **options: Any) -> Client:
         """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``.
 
-        A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else the file
-        the listener wrote for its address; see docs/sockets.md)."""
-        return cls(address=address, **options)
+        ``options`` are those of `SocketServer` (``token``, ``close_grace``) and of
+        `Client`. A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else
+        the file the listener wrote for its address; see docs/sockets.md)."""
+        server = _split(SocketServer, options, "address")
+        return cls(SocketServer(address, **server), **options)
 
     # --- lifecycle ----------------------------------------------------------------------
 
     async def __aenter__(self) -> Client:
-        if self.eager:
+        if self.options.eager:
             await self.start()
         return self
 
@@ -231,17 +218,18 @@ class Client:
 
     async def _within(self, what: str, work: Awaitable[T]) -> T:
         """``work`` bounded by what is left of ``deadline`` (unbounded without one)."""
-        if self.deadline is None:
+        deadline = self.options.deadline
+        if deadline is None:
             return await work
         loop = asyncio.get_running_loop()
         if self._deadline_at is None:
-            self._deadline_at = loop.time() + self.deadline
+            self._deadline_at = loop.time() + deadline
         try:
             return await asyncio.wait_for(work, max(0.0, self._deadline_at - loop.time()))
         except asyncio.TimeoutError:
             stage = "" if self._link is not None else " (starting the server, learning its era)"
             raise RequestTimeout(
-                f"{what} timed out{stage}: the client's deadline of {self.deadline:g}s passed"
+                f"{what} timed out{stage}: the client's deadline of {deadline:g}s passed"
             ) from None
 
     @property
@@ -289,7 +277,10 @@ class Client:
                     return link
                 if link is not None:
                     self._link = None
-                    if asyncio.get_running_loop().time() - link.opened_at >= self.stable_after:
+                    if (
+                        asyncio.get_running_loop().time() - link.opened_at
+                        >= self.options.stable_after
+                    ):
                         self._failures = 0  # it ran fine for a while: a new series of restarts
                     reason = link.session.close_reason
                     self._last_loss = str(reason) if reason else "connection lost"
@@ -313,51 +304,31 @@ class Client:
                 return self._link
 
     async def _backoff(self) -> None:
+        o = self.options
         self._failures += 1
-        if self._failures > self.max_restarts:
+        if self._failures > o.max_restarts:
             self._failures = 0  # the next request starts a fresh series of attempts
             raise ConnectionLost(
-                f"gave up after {self.max_restarts} restarts; last failure: {self._last_loss}",
+                f"gave up after {o.max_restarts} restarts; last failure: {self._last_loss}",
                 retriable=False,
             )
         self.restarts += 1
-        delay = min(self.restart_backoff * 2 ** (self._failures - 1), self.max_backoff)
+        delay = min(o.restart_backoff * 2 ** (self._failures - 1), o.max_backoff)
         log.warning("server unavailable (%s); retrying in %.2fs", self._last_loss, delay)
         await asyncio.sleep(delay)
 
     async def _open_link(self) -> _Link:
-        label = self.address or os.path.basename(self.command or "server")
+        o = self.options
         session = Session(
-            self,
+            self._on_notification,
+            self._handlers.answer,
             ids=self._ids,
-            max_line_bytes=self.max_line_bytes,
-            trace=self.trace,
-            label=label,
-            max_server_requests=self.max_server_requests,
+            max_line_bytes=o.max_line_bytes,
+            trace=o.trace,
+            label=self.transport.label,
+            max_server_requests=o.max_server_requests,
         )
-        channel: Any
-        if self.address is not None:
-            from ..transports.sockets import SocketChannel
-
-            channel = await SocketChannel.connect(
-                session, self.address, close_grace=self.close_grace, token=self.token
-            )
-        else:
-            from .process import ProcessChannel
-
-            assert self.command is not None
-            channel = await ProcessChannel.start(
-                session,
-                self.command,
-                self.args,
-                env=self.env,
-                inherit_env=self.inherit_env,
-                cwd=self.cwd,
-                on_stderr=self.on_stderr,
-                close_grace=self.close_grace,
-                term_grace=self.term_grace,
-                watchdog=self.watchdog,
-            )
+        channel = await self.transport.open(session)
         self._opening = channel
         try:
             description = await self._handshake(session)
@@ -369,9 +340,9 @@ class Client:
         return _Link(session, channel, description, asyncio.get_running_loop().time())
 
     async def _handshake(self, session: Session) -> ServerDescription:
-        caps = self.handlers.capabilities()
+        caps = self._handlers.capabilities()
         cached = self._description
-        want = cached.era if cached is not None else self.era
+        want = cached.era if cached is not None else self.options.era
         if want == MODERN and cached is not None:
             desc = cached
         elif want == LEGACY or (want == "auto" and self._probe_deaths >= 2):
@@ -380,7 +351,7 @@ class Client:
         else:
             try:
                 desc = await era_mod.probe(
-                    session, caps=caps, info=self.client_info, timeout=self.probe_timeout
+                    session, caps=caps, info=self._client_info(), timeout=self.options.probe_timeout
                 )
             except FallBack as fb:
                 if want == MODERN:
@@ -395,9 +366,10 @@ class Client:
                 log.info("falling back to the legacy handshake: %s", fb)
                 desc = await self._initialize(session, caps, fb.version, reprobe=fb.version is None)
         session.accept_requests = desc.era == LEGACY
-        if desc.era == LEGACY and self.log_level is not None and "logging" in desc.capabilities:
+        level = self.options.log_level
+        if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
             await session.request(
-                "logging/setLevel", {"level": self.log_level}, timeout=self.timeout
+                "logging/setLevel", {"level": level}, timeout=self.options.timeout
             )
         self._description = desc
         return desc
@@ -410,7 +382,11 @@ class Client:
         session.accept_requests = True  # a legacy server may ping before initialize is answered
         try:
             return await era_mod.initialize(
-                session, caps=caps, info=self.client_info, timeout=self.timeout, version=version
+                session,
+                caps=caps,
+                info=self._client_info(),
+                timeout=self.options.timeout,
+                version=version,
             )
         except ServerError as exc:
             if not (reprobe and era_mod.points_to_modern(exc)):
@@ -418,17 +394,17 @@ class Client:
             log.info("initialize refused in a modern way (%s); probing again", exc)
             try:
                 return await era_mod.probe(
-                    session, caps=caps, info=self.client_info, timeout=self.timeout
+                    session, caps=caps, info=self._client_info(), timeout=self.options.timeout
                 )
             except FallBack as fb:
                 raise ProtocolError(f"the server answers neither era: {fb}") from None
 
-    # --- what the session asks of us ------------------------------------------------------
+    # --- what the session hands on --------------------------------------------------------
 
-    def on_notification(self, method: str, params: Any) -> None:
+    def _on_notification(self, method: str, params: Any) -> None:
         if method == "notifications/message" and isinstance(params, dict):
-            if self.on_log is not None:
-                res = self.on_log(params)
+            if self.options.on_log is not None:
+                res = self.options.on_log(params)
                 if asyncio.iscoroutine(res):
                     self._callbacks.run(res, "on_log")
             else:
@@ -440,15 +416,17 @@ class Client:
         if self._description is not None and self._description.era == LEGACY:
             for listener in list(self._listeners):
                 listener._legacy_notification(method, params)
-        if self.on_notification_cb is not None:
-            self.on_notification_cb(method, params)
+        if self.options.on_notification is not None:
+            self.options.on_notification(method, params)
         else:
             log.debug("notification %s from the server", method)
 
-    async def on_request(self, method: str, params: Any) -> Any:
-        return await self.handlers.answer(method, params)
-
     # --- requests -------------------------------------------------------------------------
+
+    def _client_info(self) -> dict[str, Any]:
+        if self._info is None:
+            self._info = dict(CLIENT_INFO)
+        return self._info
 
     def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
         if link.description.era != MODERN:
@@ -457,11 +435,13 @@ class Client:
         meta = dict(p.get("_meta") or {})
         meta.update(
             modern_meta(
-                link.description.protocol_version, self.handlers.capabilities(), self.client_info
+                link.description.protocol_version,
+                self._handlers.capabilities(),
+                self._client_info(),
             )
         )
-        if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
+        if self.options.log_level is not None:
+            meta[LOG_LEVEL_KEY] = self.options.log_level
         p["_meta"] = meta
         return p
 
@@ -485,8 +465,8 @@ class Client:
         params = dict(params or {})
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
-        t = self.timeout if timeout is _UNSET else timeout
-        mt = self.max_timeout if max_timeout is _UNSET else max_timeout
+        t = self.options.timeout if timeout is _UNSET else timeout
+        mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
         return await self._within(
             method, self._request(method, params, t, mt, on_progress, idempotent)
         )
@@ -509,7 +489,7 @@ class Client:
                 if not (idempotent and exc.retriable) or self._closed:
                     raise
                 resent += 1
-                if resent > self.max_restarts:  # whatever the restart series says
+                if resent > self.options.max_restarts:  # whatever the restart series says
                     raise ConnectionLost(
                         f"{method} was lost {resent} times with the server; gave up ({exc})",
                         retriable=False,
@@ -538,7 +518,7 @@ class Client:
             )
 
         if method in MRTR_METHODS:
-            return await run_rounds(send, method, params, self.handlers, self.max_rounds)
+            return await run_rounds(send, method, params, self._handlers, self.options.max_rounds)
         result = await send(params)
         result_type(result, method)
         return result
@@ -570,7 +550,7 @@ class Client:
         More than ``max_items`` items (default: the client's ``max_list_items``) in all is
         a `ProtocolError`.
         """
-        limit = self.max_list_items if max_items is None else max_items
+        limit = self.options.max_list_items if max_items is None else max_items
         items: list[Any] = []
         cursor: Any = None
         seen: set[str] = set()
@@ -851,7 +831,7 @@ class Listener:
             for uri in uris:
                 try:
                     await link.session.request(
-                        "resources/subscribe", {"uri": uri}, timeout=self.client.timeout
+                        "resources/subscribe", {"uri": uri}, timeout=self.client.options.timeout
                     )
                     done.append(uri)
                 except ServerError as exc:
@@ -871,11 +851,4 @@ class Listener:
         raise lost
 
 
-__all__ = [
-    "CLIENT_INFO",
-    "Client",
-    "Listener",
-    "ServerNotification",
-    "LEGACY_VERSIONS",
-    "MODERN_VERSIONS",
-]
+__all__ = ["Client", "Listener", "ServerNotification"]

@@ -13,11 +13,16 @@ from typing import Any
 
 from ..errors import InputDeclined, JsonRpcError, ProtocolError
 from ..spec import METHOD_NOT_FOUND, MRTR_METHODS
-from .session import maybe_await
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
 
 RESULT_TYPES = ("complete", "input_required")
+
+
+async def maybe_await(value: Any) -> Any:
+    if isinstance(value, Awaitable):
+        return await value
+    return value
 
 
 def result_type(result: Any, method: str) -> str:

@@ -35,6 +35,9 @@ log = logging.getLogger("mcpline.client")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 NotificationCallback = Callable[[str, Any], None]
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+"""Answers a server-initiated request (method, params) with its result, or raises
+`JsonRpcError`."""
 Trace = Callable[[str, bytes], None]
 """``trace(direction, line)``: direction is ``"send"`` or ``"recv"``."""
 
@@ -87,14 +90,6 @@ class Channel(Protocol):
     async def aclose(self) -> None: ...
 
 
-class SessionHost(Protocol):
-    """What a session asks of its owner."""
-
-    def on_notification(self, method: str, params: Any) -> None: ...
-
-    async def on_request(self, method: str, params: Any) -> Any: ...
-
-
 @dataclass(eq=False)
 class _Pending:
     id: RequestId
@@ -113,22 +108,23 @@ class _Pending:
     cancellable: bool = True
 
 
-def id_counter() -> Iterator[int]:
-    return itertools.count(1)
-
-
 class Session:
     """Correlates the messages of one connection. Feed it bytes; it resolves futures.
 
-    ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails
-    the requests it could belong to. Garbage lines are logged and skipped. At most
+    Notifications that belong to no request (progress and listen streams are routed here)
+    go to ``on_notification``; once ``accept_requests`` is set (legacy era), the server's
+    own requests go to ``on_request``.
+
+    ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails the
+    requests it could belong to. Garbage lines are logged and skipped. At most
     ``max_server_requests`` server-initiated requests are handled at once; more are answered
     with -32603 at once.
     """
 
     def __init__(
         self,
-        host: SessionHost,
+        on_notification: NotificationCallback,
+        on_request: RequestHandler,
         *,
         ids: Iterator[int] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -137,12 +133,13 @@ class Session:
         max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.loop = asyncio.get_running_loop()
-        self.host = host
+        self._host_notification = on_notification
+        self._host_request = on_request
         self.label = label
         self.channel: Channel | None = None
         self.accept_requests = False
         """Answer server-initiated requests (only a legacy-era session does)."""
-        self._ids = ids if ids is not None else id_counter()
+        self._ids = ids if ids is not None else itertools.count(1)
         self._inbound = Inbound(
             max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
         )
@@ -329,7 +326,7 @@ class Session:
                         )
                 return
         try:
-            self.host.on_notification(method, params)
+            self._host_notification(method, params)
         except Exception:
             log.exception("notification handler failed for %s", method)
 
@@ -383,7 +380,7 @@ class Session:
     async def _serve(self, req: Request) -> None:
         try:
             params = req.params if req.params is not jsonrpc.MISSING else {}
-            result = await self.host.on_request(req.method, params)
+            result = await self._host_request(req.method, params)
             msg = jsonrpc.result_response(req.id, result if result is not None else {})
         except asyncio.CancelledError:
             return
@@ -560,16 +557,13 @@ class Session:
             self.lost.set_result(exc)
 
 
-async def maybe_await(value: Any) -> Any:
-    if isinstance(value, Awaitable):
-        return await value
-    return value
-
-
 __all__ = [
+    "MAX_SERVER_REQUESTS",
+    "CallbackTasks",
     "Channel",
-    "ConnectionLost",
+    "NotificationCallback",
+    "ProgressCallback",
+    "RequestHandler",
     "Session",
-    "SessionHost",
-    "maybe_await",
+    "Trace",
 ]
