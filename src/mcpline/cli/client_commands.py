@@ -209,15 +209,11 @@ def make_client(args: argparse.Namespace) -> Client:
         raise UsageError("--token-file needs --server tcp:HOST:PORT")
     transport: Transport
     if args.server:
-        from ..transports.sockets import parse_address
+        from ..addresses import parse_address, read_token_file
 
         try:
             parse_address(args.server)
-            token = None
-            if args.token_file:
-                from ..transports.auth import read_token_file
-
-                token = read_token_file(args.token_file)
+            token = read_token_file(args.token_file) if args.token_file else None
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         transport = SocketServer(args.server, token=token, close_grace=1.0)

@@ -108,7 +108,7 @@ class SocketServer:
         return self.address
 
     async def open(self, session: Session) -> Channel:
-        from ..transports.sockets import SocketChannel
+        from .socket import SocketChannel
 
         return await SocketChannel.connect(
             session, self.address, close_grace=self.close_grace, token=self.token
