@@ -225,3 +225,16 @@ async def initialize(
         instructions=instructions if isinstance(instructions, str) else None,
         raw=result,
     )
+
+
+__all__ = [
+    "LEGACY",
+    "MODERN",
+    "FallBack",
+    "ServerDescription",
+    "describe_discover",
+    "initialize",
+    "is_discover_result",
+    "points_to_modern",
+    "probe",
+]

@@ -142,3 +142,13 @@ async def run_rounds(
             current["inputResponses"] = await handlers.fulfil(result["inputRequests"])
         if "requestState" in result:
             current["requestState"] = result["requestState"]
+
+
+__all__ = [
+    "RESULT_TYPES",
+    "InputHandler",
+    "InputHandlers",
+    "maybe_await",
+    "result_type",
+    "run_rounds",
+]
