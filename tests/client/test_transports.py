@@ -4,6 +4,7 @@ they leave to the client, and a transport of the host's own plugged into the sea
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import inspect
 import sys
 from pathlib import Path
@@ -147,3 +148,21 @@ def test_a_client_built_from_a_transport_value() -> None:
         assert c.returncode == 0
 
     run(main())
+
+
+@pytest.mark.parametrize("flags", ["modern", "legacy"])
+def test_the_default_client_info_is_the_installed_version(tmp_path: Path, flags: str) -> None:
+    fake = Fake(tmp_path, flags)
+
+    async def main() -> None:
+        async with Client.stdio(**fake.client_kwargs()) as c:
+            await c.list_tools()
+
+    run(main())
+    first = next(m for m in fake.received() if "id" in m)
+    if flags == "modern":
+        info = first["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]
+    else:
+        first = next(m for m in fake.received() if m.get("method") == "initialize")
+        info = first["params"]["clientInfo"]
+    assert info == {"name": "mcpline", "version": importlib.metadata.version("mcpline")}

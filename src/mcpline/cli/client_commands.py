@@ -21,6 +21,8 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._version import version
+from ..spec import LIST_CHANGED, PROMPTS_LIST, RESOURCE_UPDATED, RESOURCES_LIST, TOOLS_LIST
 from ..terminal import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
@@ -238,7 +240,7 @@ def make_client(args: argparse.Namespace) -> Client:
         deadline=None if args.command == "listen" else args.timeout,
         probe_timeout=min(5.0, args.timeout / 2),
         era=args.era,
-        client_info={"name": "mcpline-cli", "version": _version()},
+        client_info={"name": "mcpline-cli", "version": version()},
         trace=_trace if args.verbose else None,
     )
 
@@ -249,12 +251,6 @@ def _server_stderr(line: str) -> None:
 
 def _ignore(line: str) -> None:
     pass
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def _trace(direction: str, line: bytes) -> None:
@@ -474,7 +470,7 @@ async def _list(
 
 async def _tools(args: argparse.Namespace) -> int:
     return await _list(
-        args, "tools/list", "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
+        args, TOOLS_LIST, "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
     )
 
 
@@ -518,7 +514,7 @@ async def _discover(args: argparse.Namespace) -> int:
 async def _resources(args: argparse.Namespace) -> int:
     return await _list(
         args,
-        "resources/list",
+        RESOURCES_LIST,
         "resources",
         ["URI", "Name", "MIME type"],
         lambda r: [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")],
@@ -546,7 +542,7 @@ async def _read(args: argparse.Namespace) -> int:
 async def _prompts(args: argparse.Namespace) -> int:
     return await _list(
         args,
-        "prompts/list",
+        PROMPTS_LIST,
         "prompts",
         ["Prompt", "Arguments", "Description"],
         lambda p: [
@@ -573,11 +569,10 @@ async def _get(args: argparse.Namespace) -> int:
 
 
 _LEGACY_NOTIFICATIONS = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
-    "resourceSubscriptions": "notifications/resources/updated",
+    **{flag: notification for flag, notification in LIST_CHANGED.values()},
+    "resourceSubscriptions": RESOURCE_UPDATED,
 }
+"""A listen filter flag → the notification a legacy server sends unasked for it."""
 
 
 def _legacy_listen_notice(params: dict[str, Any]) -> str:

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .. import jsonrpc
+from .._version import version
 from ..errors import (
     ClientClosed,
     ClientError,
@@ -20,14 +22,32 @@ from ..errors import (
     ServerError,
 )
 from ..jsonrpc import RequestId
+from ..protocol.meta import modern_meta
 from ..spec import (
-    LOG_LEVEL_KEY,
+    ACKNOWLEDGED,
+    COMPLETE,
+    DISCOVER,
+    IDEMPOTENT_METHODS,
+    INITIALIZE,
+    LIST_CHANGED,
+    LISTEN,
+    MESSAGE,
     MRTR_METHODS,
+    PROMPTS_GET,
+    PROMPTS_LIST,
     PYTHON_LOG_LEVEL,
+    RESOURCE_UPDATED,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    SET_LEVEL,
+    SUBSCRIBE,
+    TOOLS_CALL,
+    TOOLS_LIST,
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
-from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
+from .era import LEGACY, MODERN, FallBack, ServerDescription
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
 from .options import ClientOptions, LogCallback
 from .session import (
@@ -42,23 +62,6 @@ from .session import (
 from .transports import SocketServer, StdioServer, Transport
 
 log = logging.getLogger("mcpline.client")
-
-CLIENT_INFO = {"name": "mcpline", "version": "0.1.0"}
-
-IDEMPOTENT_METHODS = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-    }
-)
-"""Requests that are safe to send again on a restarted server."""
-
 
 _UNSET: Any = object()
 T = TypeVar("T")
@@ -75,7 +78,7 @@ class ServerNotification:
     synthesized: bool = False
 
     def to_message(self) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "method": self.method, "params": self.params}
+        return jsonrpc.notification(self.method, self.params)
 
 
 @dataclass
@@ -368,9 +371,7 @@ class Client:
         session.accept_requests = desc.era == LEGACY
         level = self.options.log_level
         if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
-            await session.request(
-                "logging/setLevel", {"level": level}, timeout=self.options.timeout
-            )
+            await session.request(SET_LEVEL, {"level": level}, timeout=self.options.timeout)
         self._description = desc
         return desc
 
@@ -391,7 +392,7 @@ class Client:
         except ServerError as exc:
             if not (reprobe and era_mod.points_to_modern(exc)):
                 raise
-            log.info("initialize refused in a modern way (%s); probing again", exc)
+            log.info("%s refused in a modern way (%s); probing again", INITIALIZE, exc)
             try:
                 return await era_mod.probe(
                     session, caps=caps, info=self._client_info(), timeout=self.options.timeout
@@ -402,7 +403,7 @@ class Client:
     # --- what the session hands on --------------------------------------------------------
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/message" and isinstance(params, dict):
+        if method == MESSAGE and isinstance(params, dict):
             if self.options.on_log is not None:
                 res = self.options.on_log(params)
                 if asyncio.iscoroutine(res):
@@ -424,8 +425,10 @@ class Client:
     # --- requests -------------------------------------------------------------------------
 
     def _client_info(self) -> dict[str, Any]:
+        """``client_info``, by default mcpline's name and version (read when first needed,
+        which is after the server was launched)."""
         if self._info is None:
-            self._info = dict(CLIENT_INFO)
+            self._info = {"name": "mcpline", "version": version()}
         return self._info
 
     def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
@@ -438,10 +441,9 @@ class Client:
                 link.description.protocol_version,
                 self._handlers.capabilities(),
                 self._client_info(),
+                log_level=self.options.log_level,
             )
         )
-        if self.options.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.options.log_level
         p["_meta"] = meta
         return p
 
@@ -525,13 +527,12 @@ class Client:
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""
-        link = await self._within("server/discover", self._ensure_link())
+        link = await self._within(DISCOVER, self._ensure_link())
         if refresh and link.description.era == MODERN:
-            result = await self.request("server/discover")
+            result = await self.request(DISCOVER)
             if not era_mod.is_discover_result(result):
                 raise ProtocolError(
-                    "server/discover returned something that is not a DiscoverResult: "
-                    f"{result!r:.200}"
+                    f"{DISCOVER} returned something that is not a DiscoverResult: {result!r:.200}"
                 )
             link.description = era_mod.describe_discover(result, link.description.protocol_version)
             self._description = link.description
@@ -581,7 +582,7 @@ class Client:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool (cursors followed). Remembers which tools are read-only/idempotent."""
-        tools = (await self.list_all("tools/list", "tools"))["tools"]
+        tools = (await self.list_all(TOOLS_LIST, "tools"))["tools"]
         self._remember_tools(tools)
         return tools  # type: ignore[no-any-return]
 
@@ -613,7 +614,7 @@ class Client:
         if idempotent is None:
             idempotent = self.tool_is_idempotent(name)
         return await self.request(
-            "tools/call",
+            TOOLS_CALL,
             params,
             timeout=timeout,
             max_timeout=max_timeout,
@@ -622,17 +623,17 @@ class Client:
         )
 
     async def list_resources(self) -> list[dict[str, Any]]:
-        return (await self.list_all("resources/list", "resources"))["resources"]  # type: ignore[no-any-return]
+        return (await self.list_all(RESOURCES_LIST, "resources"))["resources"]  # type: ignore[no-any-return]
 
     async def list_resource_templates(self) -> list[dict[str, Any]]:
-        merged = await self.list_all("resources/templates/list", "resourceTemplates")
+        merged = await self.list_all(RESOURCES_TEMPLATES_LIST, "resourceTemplates")
         return merged["resourceTemplates"]  # type: ignore[no-any-return]
 
     async def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> dict[str, Any]:
-        return await self.request("resources/read", {"uri": uri}, timeout=timeout)
+        return await self.request(RESOURCES_READ, {"uri": uri}, timeout=timeout)
 
     async def list_prompts(self) -> list[dict[str, Any]]:
-        return (await self.list_all("prompts/list", "prompts"))["prompts"]  # type: ignore[no-any-return]
+        return (await self.list_all(PROMPTS_LIST, "prompts"))["prompts"]  # type: ignore[no-any-return]
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = _UNSET
@@ -640,7 +641,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("prompts/get", params, timeout=timeout)
+        return await self.request(PROMPTS_GET, params, timeout=timeout)
 
     async def complete(
         self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None = None
@@ -649,7 +650,7 @@ class Client:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context is not None:
             params["context"] = context
-        return await self.request("completion/complete", params)
+        return await self.request(COMPLETE, params)
 
     def listen(
         self,
@@ -668,12 +669,9 @@ class Client:
         for the reader; past that the oldest is dropped (counted in `Listener.dropped`).
         """
         filt: dict[str, Any] = {}
-        if tools:
-            filt["toolsListChanged"] = True
-        if prompts:
-            filt["promptsListChanged"] = True
-        if resources:
-            filt["resourcesListChanged"] = True
+        for kind, wanted in (("tools", tools), ("prompts", prompts), ("resources", resources)):
+            if wanted:
+                filt[LIST_CHANGED[kind][0]] = True
         if resource_uris:
             filt["resourceSubscriptions"] = list(resource_uris)
         return Listener(self, filt, max_queue)
@@ -681,11 +679,8 @@ class Client:
 
 _END: Any = object()
 
-_LEGACY_KINDS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
+_LEGACY_KINDS = {notification: flag for flag, notification in LIST_CHANGED.values()}
+"""A legacy server's list-changed notification → the listen filter flag that asks for it."""
 
 
 class Listener:
@@ -759,7 +754,7 @@ class Listener:
 
     def _deliver(self, method: str, params: Any, *, synthesized: bool = False) -> None:
         params = params if isinstance(params, dict) else {}
-        if method == "notifications/subscriptions/acknowledged":
+        if method == ACKNOWLEDGED:
             ack = params.get("notifications")
             self.acknowledged = ack if isinstance(ack, dict) else {}
         self._put(ServerNotification(method, params, synthesized))
@@ -771,7 +766,7 @@ class Listener:
         if (
             kind is not None
             and self.filter.get(kind)
-            or method == "notifications/resources/updated"
+            or method == RESOURCE_UPDATED
             and self.filter.get("resourceSubscriptions")
         ):
             self._deliver(method, params)
@@ -801,23 +796,19 @@ class Listener:
 
         params = self.client._params(link, {"notifications": self.filter})
         result = await link.session.request(
-            "subscriptions/listen",
+            LISTEN,
             params,
             timeout=None,
             max_timeout=None,
             on_notification=self._deliver,
             on_sent=sent,
         )
-        result_type(result, "subscriptions/listen")
+        result_type(result, LISTEN)
 
     async def _listen_legacy(self, link: _Link) -> None:
         caps = link.description.capabilities
         honoured: dict[str, Any] = {}
-        for kind, cap in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
+        for cap, (kind, _) in LIST_CHANGED.items():
             if (
                 self.filter.get(kind)
                 and isinstance(caps.get(cap), dict)
@@ -831,16 +822,16 @@ class Listener:
             for uri in uris:
                 try:
                     await link.session.request(
-                        "resources/subscribe", {"uri": uri}, timeout=self.client.options.timeout
+                        SUBSCRIBE, {"uri": uri}, timeout=self.client.options.timeout
                     )
                     done.append(uri)
                 except ServerError as exc:
-                    log.info("resources/subscribe %s refused: %s", uri, exc)
+                    log.info("%s %s refused: %s", SUBSCRIBE, uri, exc)
             if done:
                 honoured["resourceSubscriptions"] = done
         self._legacy_active = True
         self._deliver(
-            "notifications/subscriptions/acknowledged",
+            ACKNOWLEDGED,
             {"notifications": honoured},
             synthesized=True,
         )

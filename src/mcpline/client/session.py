@@ -28,7 +28,14 @@ from ..errors import (
 )
 from ..inbound import Event, Inbound, Invalid, Notification, Oversized, Request, Response
 from ..jsonrpc import RequestId
-from ..spec import INTERNAL_ERROR, PARSE_ERROR, SUBSCRIPTION_ID_KEY
+from ..spec import (
+    CANCELLED,
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    PROGRESS,
+    PROGRESS_TOKEN_KEY,
+    SUBSCRIPTION_ID_KEY,
+)
 from ..wire import DEFAULT_MAX_LINE_BYTES, encode
 
 log = logging.getLogger("mcpline.client")
@@ -286,8 +293,8 @@ class Session:
             p.future.set_result(resp.result)
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/progress" and isinstance(params, dict):
-            token: Any = params.get("progressToken")
+        if method == PROGRESS and isinstance(params, dict):
+            token: Any = params.get(PROGRESS_TOKEN_KEY)
             p = self._tokens.get(token) if jsonrpc.is_valid_id(token) else None
             if p is not None and type(p.token) is type(token):
                 self._progress(p, params)
@@ -298,7 +305,7 @@ class Session:
                 sid = meta[SUBSCRIPTION_ID_KEY]
                 lp = self._listeners.get(sid) if jsonrpc.is_valid_id(sid) else None
                 if lp is not None and type(lp.id) is type(sid) and lp.on_notification is not None:
-                    if method == "notifications/cancelled":
+                    if method == CANCELLED:
                         self._forget(lp)
                         if not lp.future.done():
                             lp.future.set_exception(
@@ -311,7 +318,7 @@ class Session:
                         return
                     lp.on_notification(method, params)
                     return
-            if method == "notifications/cancelled":
+            if method == CANCELLED:
                 rid: Any = params.get("requestId")
                 task = self._served.get(rid) if jsonrpc.is_valid_id(rid) else None
                 if task is not None:
@@ -417,9 +424,7 @@ class Session:
 
     def cancel_quietly(self, rid: RequestId, reason: str) -> None:
         """Send ``notifications/cancelled`` for ``rid``, ignoring a dead connection."""
-        self._send_quietly(
-            jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
-        )
+        self._send_quietly(jsonrpc.notification(CANCELLED, {"requestId": rid, "reason": reason}))
 
     async def request(
         self,
@@ -449,7 +454,7 @@ class Session:
         if on_progress is not None:
             params = dict(params)
             meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = rid
+            meta[PROGRESS_TOKEN_KEY] = rid
             params["_meta"] = meta
             p.token = rid
             self._tokens[rid] = p

@@ -15,6 +15,7 @@ from ..spec import (
     LOG_LEVEL_KEY,
     LOG_LEVEL_RANK,
     LOG_LEVELS,
+    PROGRESS_TOKEN_KEY,
     PROTOCOL_VERSION_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -108,3 +109,22 @@ def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMet
         progress_token=token,
         raw=meta,
     )
+
+
+def modern_meta(
+    version: str,
+    caps: dict[str, Any],
+    info: dict[str, Any] | None = None,
+    *,
+    log_level: str | None = None,
+    progress_token: str | int | None = None,
+) -> dict[str, Any]:
+    """The ``_meta`` every modern request carries (plus a log level and a progress token)."""
+    meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: version, CLIENT_CAPABILITIES_KEY: caps}
+    if info is not None:
+        meta[CLIENT_INFO_KEY] = info
+    if log_level is not None:
+        meta[LOG_LEVEL_KEY] = log_level
+    if progress_token is not None:
+        meta[PROGRESS_TOKEN_KEY] = progress_token
+    return meta
