@@ -87,6 +87,8 @@ class _Link:
     channel: Channel
     description: ServerDescription
     opened_at: float = 0.0
+    meta: dict[str, Any] | None = None
+    """The ``_meta`` of this connection's modern requests (the same for each of them)."""
 
     @property
     def alive(self) -> bool:
@@ -434,16 +436,16 @@ class Client:
     def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
         if link.description.era != MODERN:
             return params
-        p = dict(params)
-        meta = dict(p.get("_meta") or {})
-        meta.update(
-            modern_meta(
+        if link.meta is None:
+            link.meta = modern_meta(
                 link.description.protocol_version,
                 self._handlers.capabilities(),
                 self._client_info(),
                 log_level=self.options.log_level,
             )
-        )
+        p = dict(params)
+        meta = dict(p.get("_meta") or {})
+        meta.update(link.meta)
         p["_meta"] = meta
         return p
 
