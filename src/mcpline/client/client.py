@@ -427,8 +427,9 @@ class Client:
     # --- requests -------------------------------------------------------------------------
 
     def _client_info(self) -> dict[str, Any]:
-        """``client_info``, by default mcpline's name and version (read when first needed,
-        which is after the server was launched)."""
+        """``client_info``, by default mcpline's name and installed version: read when the
+        first request needs it, once the server is starting (loading the package metadata
+        takes longer than importing the client)."""
         if self._info is None:
             self._info = {"name": "mcpline", "version": version()}
         return self._info
