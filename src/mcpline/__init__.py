@@ -1,46 +1,74 @@
-"""mcpline: the Model Context Protocol (2026-07-28) over stdio, Unix sockets and TCP."""
+"""mcpline: the Model Context Protocol (2026-07-28) over stdio, Unix sockets and TCP.
+
+The errors load with the package; the server framework and the client load on first use of
+one of their names (``from mcpline import Server`` or ``mcpline.Client``), so that a client
+never imports the server and a tools-only server starts light.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import JsonRpcError, MissingCapabilityError, ResourceNotFoundError, ToolError
-from .server.content import (
-    ToolResult,
-    audio,
-    embedded_blob,
-    embedded_text,
-    image,
-    resource_link,
-    text,
+from .errors import (
+    ClientClosed,
+    ClientError,
+    ConnectionLost,
+    Error,
+    InputDeclined,
+    JsonRpcError,
+    MissingCapabilityError,
+    ProtocolError,
+    RequestTimeout,
+    ResourceNotFoundError,
+    ServerError,
+    ToolError,
+    VersionMismatch,
 )
-from .server.context import Context
-from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
-from .server.server import Server
 
 if TYPE_CHECKING:
     from .client import Client
     from .protocol.uritemplate import UriTemplate
     from .server.completion import Completion
+    from .server.content import (
+        ToolResult,
+        audio,
+        embedded_blob,
+        embedded_text,
+        image,
+        resource_link,
+        text,
+    )
+    from .server.context import Context
+    from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
+    from .server.server import Server
 
-__version__ = "0.1.0"
+    __version__: str
 
 __all__ = [
     "Client",
+    "ClientClosed",
+    "ClientError",
     "Completion",
+    "ConnectionLost",
     "Context",
+    "Error",
+    "InputDeclined",
     "InputRequest",
     "InputRequired",
     "JsonRpcError",
     "MissingCapabilityError",
     "PathEscapeError",
+    "ProtocolError",
+    "RequestTimeout",
     "ResourceNotFoundError",
     "Server",
+    "ServerError",
     "ToolError",
     "ToolResult",
     "UriTemplate",
+    "VersionMismatch",
     "assistant",
     "audio",
     "embedded_blob",
@@ -60,21 +88,41 @@ __all__ = [
 _LAZY = {
     "Client": ".client",
     "UriTemplate": ".protocol.uritemplate",
+    "Server": ".server.server",
+    "Context": ".server.context",
+    "ToolResult": ".server.content",
+    "audio": ".server.content",
+    "embedded_blob": ".server.content",
+    "embedded_text": ".server.content",
+    "image": ".server.content",
+    "resource_link": ".server.content",
+    "text": ".server.content",
+    "InputRequest": ".server.mrtr",
+    "InputRequired": ".server.mrtr",
+    "elicit": ".server.mrtr",
+    "elicit_url": ".server.mrtr",
+    "list_roots": ".server.mrtr",
+    "sample": ".server.mrtr",
     "Completion": ".server.completion",
     "assistant": ".server.prompts",
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",
     "safe_path": ".server.resources",
 }
-"""Exports whose modules load on first access (start-up of a tools-only server stays light)."""
+"""Exports whose modules load on first access (the names `TYPE_CHECKING` imports above)."""
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
-    import importlib
+    if name == "__version__":
+        from ._version import version
 
-    value = getattr(importlib.import_module(module, __name__), name)
+        value: Any = version()
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

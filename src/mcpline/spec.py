@@ -129,6 +129,9 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 (``data.supported``/``data.requested``)."""
 LEGACY_RESOURCE_NOT_FOUND = -32002
 """MCP 2025-11-25 and earlier: no resource has this URI. The modern era uses -32602."""
+USER_REJECTED = -1
+"""MCP 2025-11-25 and earlier (client/sampling#error-handling): the user rejected a server's
+request; mcpline's client answers any declined legacy input request with it."""
 
 MODERN_ERROR_CODES = frozenset(
     {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}

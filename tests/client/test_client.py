@@ -28,7 +28,7 @@ INFO = "io.modelcontextprotocol/clientInfo"
 
 
 def fake_client(fake: Fake, **kw: Any) -> Client:
-    return Client(**fake.client_kwargs(**kw))
+    return Client.stdio(**fake.client_kwargs(**kw))
 
 
 # --- modern ---------------------------------------------------------------------------

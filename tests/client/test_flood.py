@@ -23,7 +23,7 @@ FLOOD = FIXTURES / "flood_client_server.py"
 def client(**kw: Any) -> Client:
     kw.setdefault("close_grace", 0.5)
     kw.setdefault("term_grace", 0.5)
-    return Client(command=sys.executable, args=[str(FLOOD)], era="legacy", **kw)
+    return Client.stdio(sys.executable, [str(FLOOD)], era="legacy", **kw)
 
 
 def summary(result: dict[str, Any]) -> Any:

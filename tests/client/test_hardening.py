@@ -15,7 +15,7 @@ from .util import Fake, kill_if_alive, run, wait_dead
 
 
 def fake_client(fake: Fake, **kw: Any) -> Client:
-    return Client(**fake.client_kwargs(**kw))
+    return Client.stdio(**fake.client_kwargs(**kw))
 
 
 def test_aclose_while_the_server_is_starting_leaves_no_process(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ def test_server_ignoring_stdin_eof_gets_sigterm(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "ignore-eof")
 
     async def main() -> None:
-        async with Client(**fake.client_kwargs(close_grace=0.5, term_grace=2.0)) as c:
+        async with Client.stdio(**fake.client_kwargs(close_grace=0.5, term_grace=2.0)) as c:
             await c.discover()
             pid = c.pid
             t0 = time.monotonic()
@@ -53,7 +53,7 @@ def test_server_ignoring_sigterm_gets_sigkill(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "ignore-term")
 
     async def main() -> None:
-        async with Client(**fake.client_kwargs(close_grace=0.3, term_grace=0.5)) as c:
+        async with Client.stdio(**fake.client_kwargs(close_grace=0.3, term_grace=0.5)) as c:
             await c.discover()
             pid = c.pid
             t0 = time.monotonic()
@@ -150,7 +150,7 @@ def test_sigterm_not_needed_for_wellbehaved_group(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
 
     async def main() -> None:
-        async with Client(**fake.client_kwargs()) as c:
+        async with Client.stdio(**fake.client_kwargs()) as c:
             await c.discover()
             link = c._link
             assert link is not None

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpline.transports.auth import auth_line, find_token
+from mcpline.addresses import auth_line, find_token
 
 from .. import wirecheck
 from ..proc import FIXTURES, ServerProcess

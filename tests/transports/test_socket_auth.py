@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mcpline.transports.auth import AUTH_METHOD, MAX_FIRST_LINE, Gate, Verdict, auth_line
-from mcpline.transports.sockets import _is_loopback, canonical_host
+from mcpline.addresses import AUTH_METHOD, auth_line, canonical_host, is_loopback
+from mcpline.transports.auth import MAX_FIRST_LINE, Gate, Verdict
 
 TOKEN = "t" * 43
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
@@ -90,14 +90,14 @@ def test_the_first_line_is_bounded() -> None:
     ],
 )
 def test_loopback_spellings(host: str) -> None:
-    assert _is_loopback(host)
+    assert is_loopback(host)
 
 
 @pytest.mark.parametrize(
     "host", ["0.0.0.0", "::", "10.0.0.1", "::ffff:10.0.0.1", "example.com", "localhost.example"]
 )
 def test_not_loopback(host: str) -> None:
-    assert not _is_loopback(host)
+    assert not is_loopback(host)
 
 
 def test_canonical_host() -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from mcpline.addresses import auth_line, token_path
 from mcpline.client import Client, ConnectionLost
-from mcpline.transports.auth import auth_line, token_path
 
 from ..proc import EXAMPLES, FIXTURES, meta
 
@@ -360,7 +360,7 @@ def test_tcp_runs_nothing_without_the_right_token(
 
 
 def token_dir_files() -> list[Path]:
-    from mcpline.transports.auth import token_dir
+    from mcpline.addresses import token_dir
 
     return list(token_dir().glob("*")) if token_dir().exists() else []
 

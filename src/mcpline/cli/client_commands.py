@@ -19,9 +19,14 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._version import version
+from ..spec import LIST_CHANGED, PROMPTS_LIST, RESOURCE_UPDATED, RESOURCES_LIST, TOOLS_LIST
 from ..terminal import for_terminal, json_for_terminal
+
+if TYPE_CHECKING:
+    from ..client import Client, Transport
 
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
@@ -189,8 +194,10 @@ def load_config(
     return command, args, env, cwd
 
 
-def make_client(args: argparse.Namespace, **extra: Any) -> Any:
-    from ..client import Client
+def make_client(args: argparse.Namespace) -> Client:
+    """The client for the server the command line names, with the one-shot options: the
+    deadline is ``--timeout`` (server start and era probe included), shutdown graces 1 s."""
+    from ..client import Client, SocketServer, StdioServer
 
     chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
     if chosen != 1:
@@ -202,44 +209,48 @@ def make_client(args: argparse.Namespace, **extra: Any) -> Any:
         raise UsageError("--name needs --config")
     if args.token_file and not (args.server or "").startswith("tcp:"):
         raise UsageError("--token-file needs --server tcp:HOST:PORT")
-    options: dict[str, Any] = {
-        "timeout": args.timeout,
-        "max_timeout": max(600.0, args.timeout),
-        "deadline": None if args.command == "listen" else args.timeout,
-        "probe_timeout": min(5.0, args.timeout / 2),
-        "close_grace": 1.0,
-        "term_grace": 1.0,
-        "era": args.era,
-        "client_info": {"name": "mcpline-cli", "version": _version()},
-        **extra,
-    }
-    if args.verbose:
-        options["trace"] = _trace
-        options["on_stderr"] = lambda line: _note(f"[server] {line}")
-    else:
-        options["on_stderr"] = lambda line: None
+    transport: Transport
     if args.server:
-        from ..transports.sockets import parse_address
+        from ..addresses import parse_address, read_token_file
 
         try:
             parse_address(args.server)
-            if args.token_file:
-                from ..transports.auth import read_token_file
-
-                options["token"] = read_token_file(args.token_file)
+            token = read_token_file(args.token_file) if args.token_file else None
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        return Client.connect(args.server, **options)
-    if args.config:
-        command, cmd_args, env, cwd = load_config(args.config, args.name)
-        return Client.stdio(command, cmd_args, env=env, cwd=cwd, **options)
-    return Client.stdio(args.server_cmd[0], args.server_cmd[1:], **options)
+        transport = SocketServer(args.server, token=token, close_grace=1.0)
+    else:
+        if args.config:
+            command, cmd_args, env, cwd = load_config(args.config, args.name)
+        else:
+            command, cmd_args, env, cwd = args.server_cmd[0], args.server_cmd[1:], None, None
+        transport = StdioServer(
+            command,
+            cmd_args,
+            env=env,
+            cwd=cwd,
+            on_stderr=_server_stderr if args.verbose else _ignore,
+            close_grace=1.0,
+            term_grace=1.0,
+        )
+    return Client(
+        transport,
+        timeout=args.timeout,
+        max_timeout=max(600.0, args.timeout),
+        deadline=None if args.command == "listen" else args.timeout,
+        probe_timeout=min(5.0, args.timeout / 2),
+        era=args.era,
+        client_info={"name": "mcpline-cli", "version": version()},
+        trace=_trace if args.verbose else None,
+    )
 
 
-def _version() -> str:
-    from .. import __version__
+def _server_stderr(line: str) -> None:
+    _note(f"[server] {line}")
 
-    return __version__
+
+def _ignore(line: str) -> None:
+    pass
 
 
 def _trace(direction: str, line: bytes) -> None:
@@ -459,7 +470,7 @@ async def _list(
 
 async def _tools(args: argparse.Namespace) -> int:
     return await _list(
-        args, "tools/list", "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
+        args, TOOLS_LIST, "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
     )
 
 
@@ -503,7 +514,7 @@ async def _discover(args: argparse.Namespace) -> int:
 async def _resources(args: argparse.Namespace) -> int:
     return await _list(
         args,
-        "resources/list",
+        RESOURCES_LIST,
         "resources",
         ["URI", "Name", "MIME type"],
         lambda r: [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")],
@@ -531,7 +542,7 @@ async def _read(args: argparse.Namespace) -> int:
 async def _prompts(args: argparse.Namespace) -> int:
     return await _list(
         args,
-        "prompts/list",
+        PROMPTS_LIST,
         "prompts",
         ["Prompt", "Arguments", "Description"],
         lambda p: [
@@ -558,11 +569,10 @@ async def _get(args: argparse.Namespace) -> int:
 
 
 _LEGACY_NOTIFICATIONS = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
-    "resourceSubscriptions": "notifications/resources/updated",
+    **{flag: notification for flag, notification in LIST_CHANGED.values()},
+    "resourceSubscriptions": RESOURCE_UPDATED,
 }
+"""A listen filter flag → the notification a legacy server sends unasked for it."""
 
 
 def _legacy_listen_notice(params: dict[str, Any]) -> str:

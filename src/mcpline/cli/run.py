@@ -109,7 +109,7 @@ def socket_options(args: argparse.Namespace) -> dict[str, Any]:
         _usage("--token-file and --no-auth exclude each other")
     options: dict[str, Any] = {}
     if args.token_file:
-        from ..transports.auth import read_token_file
+        from ..addresses import read_token_file
 
         try:
             options["token"] = read_token_file(args.token_file)

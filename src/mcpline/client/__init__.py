@@ -1,5 +1,6 @@
 """The mcpline client: launch or connect to any MCP server (modern or legacy) and use it
-reliably. Start with `Client.stdio(command, args)` or `Client.connect(address)`."""
+reliably. Start with `Client.stdio(command, args)` or `Client.connect(address)`, or give
+`Client` a transport value: ``Client(StdioServer(command, args), timeout=10)``."""
 
 from __future__ import annotations
 
@@ -13,14 +14,17 @@ from ..errors import (
     ServerError,
     VersionMismatch,
 )
-from .core import Client, Listener, ServerNotification
+from .client import Client, Listener, ServerNotification
 from .era import ServerDescription
 from .mrtr import InputHandlers
+from .options import ClientOptions
+from .transports import SocketServer, StdioServer, Transport
 
 __all__ = [
     "Client",
     "ClientClosed",
     "ClientError",
+    "ClientOptions",
     "ConnectionLost",
     "InputDeclined",
     "InputHandlers",
@@ -30,5 +34,8 @@ __all__ = [
     "ServerDescription",
     "ServerError",
     "ServerNotification",
+    "SocketServer",
+    "StdioServer",
+    "Transport",
     "VersionMismatch",
 ]

@@ -9,25 +9,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConnectionLost, ProtocolError, RequestTimeout, ServerError, VersionMismatch
+from ..protocol.meta import modern_meta
 from ..spec import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
-    HEADER_MISMATCH,
+    DISCOVER,
+    INITIALIZE,
+    INITIALIZED,
+    LEGACY_URL_ELICITATION_FROM,
     LEGACY_VERSIONS,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_ERROR_CODES,
     MODERN_VERSIONS,
-    PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from .session import Session
 
 log = logging.getLogger("mcpline.client")
-
-MODERN_ERROR_CODES = frozenset(
-    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
-"""Errors only a modern server sends: they mean "modern", never "fall back"."""
 
 MODERN = "modern"
 LEGACY = "legacy"
@@ -65,10 +61,6 @@ class FallBack(Exception):
         super().__init__(why)
         self.version = version
         self.died = died
-
-
-def modern_meta(version: str, caps: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
-    return {PROTOCOL_VERSION_KEY: version, CLIENT_CAPABILITIES_KEY: caps, CLIENT_INFO_KEY: info}
 
 
 def _pick(ours: Sequence[str], theirs: Any) -> str | None:
@@ -124,13 +116,13 @@ async def probe(
         tried[version] = tried.get(version, 0) + 1
         try:
             result = await session.request(
-                "server/discover",
+                DISCOVER,
                 {"_meta": modern_meta(version, caps, info)},
                 timeout=timeout,
                 max_timeout=timeout,
             )
         except RequestTimeout:
-            raise FallBack(f"no answer to server/discover within {timeout:g}s") from None
+            raise FallBack(f"no answer to {DISCOVER} within {timeout:g}s") from None
         except ConnectionLost as exc:
             if not exc.retriable:  # e.g. it failed at start-up: no era is to blame
                 raise
@@ -138,11 +130,11 @@ async def probe(
         except ServerError as exc:
             if exc.code not in MODERN_ERROR_CODES:
                 raise FallBack(
-                    f"server/discover answered with error {exc.code}: {exc.message}"
+                    f"{DISCOVER} answered with error {exc.code}: {exc.message}"
                 ) from None
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 # A modern server that refuses discover for another modern reason: stay modern.
-                log.info("server/discover refused with %s; assuming the modern era", exc.code)
+                log.info("%s refused with %s; assuming the modern era", DISCOVER, exc.code)
                 return ServerDescription(era=MODERN, protocol_version=version)
             supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
             theirs = (
@@ -158,7 +150,7 @@ async def probe(
             raise VersionMismatch([*modern_versions, *legacy_versions], theirs) from None
         if not is_discover_result(result):
             raise FallBack(
-                f"server/discover returned something that is not a DiscoverResult: {result!r:.200}"
+                f"{DISCOVER} returned something that is not a DiscoverResult: {result!r:.200}"
             )
         chosen = _pick(modern_versions, result["supportedVersions"])
         if chosen is None:
@@ -196,10 +188,10 @@ async def initialize(
     legacy_caps = dict(caps)
     if "roots" in legacy_caps:
         legacy_caps["roots"] = {"listChanged": False}
-    if "elicitation" in legacy_caps and offered != "2025-11-25":
+    if "elicitation" in legacy_caps and offered != LEGACY_URL_ELICITATION_FROM:
         legacy_caps["elicitation"] = {}
     result = await session.request(
-        "initialize",
+        INITIALIZE,
         {"protocolVersion": offered, "capabilities": legacy_caps, "clientInfo": info},
         timeout=timeout,
         max_timeout=timeout,
@@ -207,12 +199,12 @@ async def initialize(
     )
     if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
         raise ProtocolError(
-            f"initialize returned something that is not an InitializeResult: {result!r:.200}"
+            f"{INITIALIZE} returned something that is not an InitializeResult: {result!r:.200}"
         )
     agreed = result["protocolVersion"]
     if agreed not in legacy_versions:
         raise VersionMismatch(list(legacy_versions), [agreed])
-    await session.notify("notifications/initialized")
+    await session.notify(INITIALIZED)
     info_out = result.get("serverInfo")
     caps_out = result.get("capabilities")
     instructions = result.get("instructions")
@@ -225,3 +217,16 @@ async def initialize(
         instructions=instructions if isinstance(instructions, str) else None,
         raw=result,
     )
+
+
+__all__ = [
+    "LEGACY",
+    "MODERN",
+    "FallBack",
+    "ServerDescription",
+    "describe_discover",
+    "initialize",
+    "is_discover_result",
+    "points_to_modern",
+    "probe",
+]

@@ -12,12 +12,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputDeclined, JsonRpcError, ProtocolError
-from ..spec import METHOD_NOT_FOUND, MRTR_METHODS
-from .session import maybe_await
+from ..spec import ELICIT, METHOD_NOT_FOUND, MRTR_METHODS, PING, ROOTS, SAMPLE, USER_REJECTED
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
 
 RESULT_TYPES = ("complete", "input_required")
+
+
+async def maybe_await(value: Any) -> Any:
+    if isinstance(value, Awaitable):
+        return await value
+    return value
 
 
 def result_type(result: Any, method: str) -> str:
@@ -59,14 +64,14 @@ class InputHandlers:
 
     def _handler(self, method: str) -> InputHandler | None:
         return {
-            "elicitation/create": self.elicit,
-            "sampling/createMessage": self.sample,
-            "roots/list": self.roots,
+            ELICIT: self.elicit,
+            SAMPLE: self.sample,
+            ROOTS: self.roots,
         }.get(method)
 
     async def answer(self, method: str, params: Any) -> dict[str, Any]:
         """Serve one server-initiated request (legacy era); JSON-RPC errors for what we lack."""
-        if method == "ping":
+        if method == PING:
             return {}
         handler = self._handler(method)
         if handler is None:
@@ -76,7 +81,7 @@ class InputHandlers:
         try:
             return _strip(await maybe_await(handler(params if isinstance(params, dict) else {})))
         except InputDeclined as exc:
-            raise JsonRpcError(-1, f"the user declined: {exc}") from None
+            raise JsonRpcError(USER_REJECTED, f"the user declined: {exc}") from None
 
     async def fulfil(self, requests: Any) -> dict[str, Any]:
         """Answers for every entry of ``inputRequests`` (all of them, or an error)."""
@@ -137,3 +142,13 @@ async def run_rounds(
             current["inputResponses"] = await handlers.fulfil(result["inputRequests"])
         if "requestState" in result:
             current["requestState"] = result["requestState"]
+
+
+__all__ = [
+    "RESULT_TYPES",
+    "InputHandler",
+    "InputHandlers",
+    "maybe_await",
+    "result_type",
+    "run_rounds",
+]

@@ -380,7 +380,11 @@ class ProcessChannel:
             return self._input_unread
         pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
         fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
-        return fileobj is not None and _unread_bytes(fileobj.fileno()) > 0
+        if fileobj is None:
+            return False
+        if fileobj.closed:  # stdin was gone before its watch could be set (a fast exit)
+            return not self._wrote
+        return _unread_bytes(fileobj.fileno()) > 0
 
     def _loss(self) -> ConnectionLost:
         """Why the connection ended, as the error that fails the requests in flight."""

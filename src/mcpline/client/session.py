@@ -1,21 +1,23 @@
 """The client's request/response engine for one byte stream (one process or one socket).
 
-Framing comes from `mcpline.wire` and envelope rules from `mcpline.jsonrpc`; this module
-only correlates: ids to pending requests, progress tokens to callbacks, subscription ids
-to listeners, and (legacy era only) server-initiated requests to host handlers.
+Bytes become events in `mcpline.inbound.Inbound` (the same pipeline the server uses); this
+module is the client's policy on them: it correlates ids to pending requests, progress
+tokens to callbacks, subscription ids to listeners and (legacy era only) server-initiated
+requests to host handlers, and decides what an over-long or unreadable line fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import jsonrpc, spec
+from .. import jsonrpc
 from ..errors import (
     ClientError,
     ConnectionLost,
@@ -24,19 +26,28 @@ from ..errors import (
     RequestTimeout,
     ServerError,
 )
+from ..inbound import Event, Inbound, Invalid, Notification, Oversized, Request, Response
 from ..jsonrpc import RequestId
-from ..spec import INTERNAL_ERROR, SUBSCRIPTION_ID_KEY
-from ..wire import DEFAULT_MAX_LINE_BYTES, LineBuffer, Oversized, encode
+from ..spec import (
+    CANCELLED,
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    PROGRESS,
+    PROGRESS_TOKEN_KEY,
+    SUBSCRIPTION_ID_KEY,
+)
+from ..wire import DEFAULT_MAX_LINE_BYTES, encode
 
 log = logging.getLogger("mcpline.client")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
 NotificationCallback = Callable[[str, Any], None]
+RequestHandler = Callable[[str, Any], Awaitable[Any]]
+"""Answers a server-initiated request (method, params) with its result, or raises
+`JsonRpcError`."""
 Trace = Callable[[str, bytes], None]
 """``trace(direction, line)``: direction is ``"send"`` or ``"recv"``."""
 
-HEAD_KEEP = 4096
-"""How much of the start of the line in progress is kept, to tell what an over-long one is."""
 MAX_SERVER_REQUESTS = 16
 """Server-initiated requests handled at once by default; more are refused with -32603."""
 MAX_CALLBACK_TASKS = 256
@@ -86,14 +97,6 @@ class Channel(Protocol):
     async def aclose(self) -> None: ...
 
 
-class SessionHost(Protocol):
-    """What a session asks of its owner."""
-
-    def on_notification(self, method: str, params: Any) -> None: ...
-
-    async def on_request(self, method: str, params: Any) -> Any: ...
-
-
 @dataclass(eq=False)
 class _Pending:
     id: RequestId
@@ -112,22 +115,23 @@ class _Pending:
     cancellable: bool = True
 
 
-def id_counter() -> Iterator[int]:
-    return itertools.count(1)
-
-
 class Session:
     """Correlates the messages of one connection. Feed it bytes; it resolves futures.
 
-    ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails
-    the requests it could belong to. Garbage lines are logged and skipped. At most
+    Notifications that belong to no request (progress and listen streams are routed here)
+    go to ``on_notification``; once ``accept_requests`` is set (legacy era), the server's
+    own requests go to ``on_request``.
+
+    ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails the
+    requests it could belong to. Garbage lines are logged and skipped. At most
     ``max_server_requests`` server-initiated requests are handled at once; more are answered
     with -32603 at once.
     """
 
     def __init__(
         self,
-        host: SessionHost,
+        on_notification: NotificationCallback,
+        on_request: RequestHandler,
         *,
         ids: Iterator[int] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
@@ -136,13 +140,16 @@ class Session:
         max_server_requests: int = MAX_SERVER_REQUESTS,
     ) -> None:
         self.loop = asyncio.get_running_loop()
-        self.host = host
+        self._host_notification = on_notification
+        self._host_request = on_request
         self.label = label
         self.channel: Channel | None = None
         self.accept_requests = False
         """Answer server-initiated requests (only a legacy-era session does)."""
-        self._ids = ids if ids is not None else id_counter()
-        self._lines = LineBuffer(max_line_bytes)
+        self._ids = ids if ids is not None else itertools.count(1)
+        self._inbound = Inbound(
+            max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
+        )
         self._pending: dict[RequestId, _Pending] = {}
         self._tokens: dict[RequestId, _Pending] = {}
         self._listeners: dict[RequestId, _Pending] = {}
@@ -152,10 +159,7 @@ class Session:
         """Server-initiated requests refused because ``max_server_requests`` were running."""
         self.callbacks = CallbackTasks()
         self._trace = trace
-        self._discarding = False
         self._garbage = 0
-        self._unterminated = 0  # bytes received since the last newline
-        self._head = b""  # the first bytes of that unterminated line
         self.answered = False
         """True once the server sent a response (to anything)."""
         self.closed = False
@@ -170,67 +174,50 @@ class Session:
 
     def feed(self, data: bytes) -> None:
         """Bytes from the server's output."""
-        for item in self._lines.feed(data):
-            self._line(item)
-        # (LineBuffer.buffered stops growing once it drops an over-long line, so the
-        # length of the unterminated line is counted here.)
-        nl = data.rfind(b"\n")
-        if nl >= 0:
-            self._unterminated = len(data) - nl - 1
-            self._head = data[nl + 1 : nl + 1 + HEAD_KEEP]
-        else:
-            self._unterminated += len(data)
-            if len(self._head) < HEAD_KEEP:
-                self._head += data[: HEAD_KEEP - len(self._head)]
-        if not self._discarding and self._unterminated > self._lines.max_line_bytes:
-            # The line is already over the limit and still has no newline: act now
-            # rather than when (if ever) it ends.
-            self._discarding = True
-            self._oversized(jsonrpc.scan_envelope(self._head), b"", self._unterminated)
+        for event in self._inbound.feed(data):
+            self._dispatch(event)
 
     def eof(self, reason: str | ClientError = "the server closed its output") -> None:
         """The server's output ended; ``reason`` (or the error made of it) fails what waits."""
-        for item in self._lines.eof():
-            self._line(item)
+        for event in self._inbound.eof():
+            self._dispatch(event)
         self.connection_lost(reason if isinstance(reason, ClientError) else ConnectionLost(reason))
 
-    def _line(self, item: bytes | Oversized) -> None:
-        if isinstance(item, Oversized):
-            if self._discarding:
-                self._discarding = False
-            else:
-                self._oversized(jsonrpc.scan_envelope(item.prefix), item.suffix, item.size)
-            return
-        if self._trace is not None:
-            self._trace("recv", item)
-        msg = jsonrpc.parse(item)
-        kind = type(msg)
-        if kind is jsonrpc.Response:
+    def _dispatch(self, event: Event) -> None:
+        kind = type(event)
+        if kind is Response:
             self.answered = True
-            self._on_response(msg)  # type: ignore[arg-type]
-        elif kind is jsonrpc.Notification:
-            self._on_notification(msg.method, msg.params)  # type: ignore[union-attr]
-        elif kind is jsonrpc.Request:
-            self._on_request(msg)  # type: ignore[arg-type]
-        elif not self._unusable_answer(item, msg.reason):  # type: ignore[union-attr]
-            self._garbage += 1
-            level = (
-                logging.WARNING
-                if self._garbage <= 20 or self._garbage % 1000 == 0
-                else logging.DEBUG
-            )
-            log.log(
-                level,
-                "%s wrote a line that is not a JSON-RPC message (%s), skipped: %r",
-                self.label,
-                msg.reason,  # type: ignore[union-attr]
-                item[:200],
-            )
+            self._on_response(event)  # type: ignore[arg-type]
+        elif kind is Notification:
+            self._on_notification(event.method, event.params)  # type: ignore[union-attr]
+        elif kind is Request:
+            self._on_request(event)  # type: ignore[arg-type]
+        elif kind is Oversized:
+            if not event.followup:  # type: ignore[union-attr]
+                self._oversized(event)  # type: ignore[arg-type]
+        else:
+            self._invalid(event)  # type: ignore[arg-type]
+
+    def _invalid(self, event: Invalid) -> None:
+        """Garbage is logged (rate-limited) and skipped, unless it is an unusable answer."""
+        if self._unusable_answer(event.line, event.reason):
+            return
+        self._garbage += 1
+        level = (
+            logging.WARNING if self._garbage <= 20 or self._garbage % 1000 == 0 else logging.DEBUG
+        )
+        log.log(
+            level,
+            "%s wrote a line that is not a JSON-RPC message (%s), skipped: %r",
+            self.label,
+            event.reason,
+            event.line[:200],
+        )
 
     def _unusable_answer(self, line: bytes, reason: str) -> bool:
         """A line we cannot use whose top level names a pending request as its answer
         (e.g. a string escape strict UTF-8 refuses): fail that request now instead of
-        leaving it to time out. Other garbage is skipped as before."""
+        leaving it to time out. Other garbage is skipped."""
         if b'"id"' not in line:
             return False
         env = jsonrpc.scan_envelope(line)
@@ -246,37 +233,38 @@ class Session:
             p.future.set_exception(err)
         return True
 
-    def _oversized(self, env: jsonrpc.Envelope, suffix: bytes, size: int) -> None:
-        """Drop an over-long line; its start says what it was. A notification or a server
-        request is no answer and fails nothing (the request gets an error reply); an answer
-        fails its own request, or nothing if that one no longer waits; a line that does not
-        say fails every request in flight but listens."""
-        limit = self._lines.max_line_bytes
-        if env.has_method:
+    def _oversized(self, event: Oversized) -> None:
+        """An over-long line, dropped; acted on at its first report (what its ends say).
+
+        A notification or a server request is no answer and fails nothing (a server request
+        with an id gets a -32700 reply); an answer fails its own request without cancelling
+        it, or nothing if that one no longer waits; a line that names no id fails every
+        request in flight but listens.
+        """
+        limit = event.limit
+        if event.has_method:
             log.warning(
                 "%s sent a %s of at least %d bytes, over the %d-byte line limit; discarded",
                 self.label,
-                "request" if env.has_id else "notification",
-                size,
+                "request" if event.has_id else "notification",
+                event.size,
                 limit,
             )
-            if env.id is not None and self.accept_requests and not self.closed:
-                with contextlib.suppress(ClientError):
-                    self._send(
-                        jsonrpc.error_response(
-                            env.id, spec.PARSE_ERROR, f"Parse error: over {limit} bytes"
-                        )
+            if event.id is not None and self.accept_requests and not self.closed:
+                self._send_quietly(
+                    jsonrpc.error_response(
+                        event.id, PARSE_ERROR, f"Parse error: over {limit} bytes"
                     )
+                )
             return
         err = ProtocolError(
-            f"{self.label} sent a message of at least {size} bytes, "
+            f"{self.label} sent a message of at least {event.size} bytes, "
             f"over the {limit}-byte line limit; "
             "it was discarded"
         )
         log.warning("%s", err)
-        rid = env.id if env.id is not None or not suffix else jsonrpc.trailing_id(suffix)
-        if rid is not None:
-            p = self._pending.get(rid)
+        if event.id is not None:
+            p = self._pending.get(event.id)
             if p is not None:  # answered, if unreadably: fail it without cancelling
                 self._forget(p)
                 if not p.future.done():
@@ -286,7 +274,7 @@ class Session:
             if p.on_notification is None:  # listens survive; their next message is intact
                 self._fail(p, err)
 
-    def _on_response(self, resp: jsonrpc.Response) -> None:
+    def _on_response(self, resp: Response) -> None:
         p = self._pending.get(resp.id) if resp.id is not None else None
         if p is None:
             if resp.id is None and resp.error is not None:
@@ -305,8 +293,8 @@ class Session:
             p.future.set_result(resp.result)
 
     def _on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/progress" and isinstance(params, dict):
-            token: Any = params.get("progressToken")
+        if method == PROGRESS and isinstance(params, dict):
+            token: Any = params.get(PROGRESS_TOKEN_KEY)
             p = self._tokens.get(token) if jsonrpc.is_valid_id(token) else None
             if p is not None and type(p.token) is type(token):
                 self._progress(p, params)
@@ -317,7 +305,7 @@ class Session:
                 sid = meta[SUBSCRIPTION_ID_KEY]
                 lp = self._listeners.get(sid) if jsonrpc.is_valid_id(sid) else None
                 if lp is not None and type(lp.id) is type(sid) and lp.on_notification is not None:
-                    if method == "notifications/cancelled":
+                    if method == CANCELLED:
                         self._forget(lp)
                         if not lp.future.done():
                             lp.future.set_exception(
@@ -330,7 +318,7 @@ class Session:
                         return
                     lp.on_notification(method, params)
                     return
-            if method == "notifications/cancelled":
+            if method == CANCELLED:
                 rid: Any = params.get("requestId")
                 task = self._served.get(rid) if jsonrpc.is_valid_id(rid) else None
                 if task is not None:
@@ -345,7 +333,7 @@ class Session:
                         )
                 return
         try:
-            self.host.on_notification(method, params)
+            self._host_notification(method, params)
         except Exception:
             log.exception("notification handler failed for %s", method)
 
@@ -368,7 +356,7 @@ class Session:
             except Exception:
                 log.exception("progress callback failed")
 
-    def _on_request(self, req: jsonrpc.Request) -> None:
+    def _on_request(self, req: Request) -> None:
         if not self.accept_requests:
             log.warning(
                 "%s sent a %s request, which this era does not allow; ignored",
@@ -377,10 +365,7 @@ class Session:
             )
             return
         if req.id in self._served:
-            # Without an id: the request in flight will answer with it.
-            shown = encode(req.id)[:-1].decode()
-            why = f"Invalid Request: a request with id {shown} is already in flight"
-            self._send_quietly(jsonrpc.error_response(None, spec.INVALID_REQUEST, why))
+            self._send_quietly(jsonrpc.duplicate_id_reply(req.id))
             return
         if len(self._served) >= self.max_server_requests:
             self.refused += 1
@@ -399,10 +384,10 @@ class Session:
             return
         self._served[req.id] = self.loop.create_task(self._serve(req))
 
-    async def _serve(self, req: jsonrpc.Request) -> None:
+    async def _serve(self, req: Request) -> None:
         try:
             params = req.params if req.params is not jsonrpc.MISSING else {}
-            result = await self.host.on_request(req.method, params)
+            result = await self._host_request(req.method, params)
             msg = jsonrpc.result_response(req.id, result if result is not None else {})
         except asyncio.CancelledError:
             return
@@ -439,9 +424,7 @@ class Session:
 
     def cancel_quietly(self, rid: RequestId, reason: str) -> None:
         """Send ``notifications/cancelled`` for ``rid``, ignoring a dead connection."""
-        self._send_quietly(
-            jsonrpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
-        )
+        self._send_quietly(jsonrpc.notification(CANCELLED, {"requestId": rid, "reason": reason}))
 
     async def request(
         self,
@@ -471,7 +454,7 @@ class Session:
         if on_progress is not None:
             params = dict(params)
             meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = rid
+            meta[PROGRESS_TOKEN_KEY] = rid
             params["_meta"] = meta
             p.token = rid
             self._tokens[rid] = p
@@ -579,16 +562,13 @@ class Session:
             self.lost.set_result(exc)
 
 
-async def maybe_await(value: Any) -> Any:
-    if isinstance(value, Awaitable):
-        return await value
-    return value
-
-
 __all__ = [
+    "MAX_SERVER_REQUESTS",
+    "CallbackTasks",
     "Channel",
-    "ConnectionLost",
+    "NotificationCallback",
+    "ProgressCallback",
+    "RequestHandler",
     "Session",
-    "SessionHost",
-    "maybe_await",
+    "Trace",
 ]

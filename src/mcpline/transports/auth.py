@@ -1,9 +1,10 @@
-"""Who may talk to a socket listener: the first-bytes gate and the TCP token.
+"""Who may talk to a socket listener: the first-bytes gate and the listener's TCP token.
 
 `Gate` is sans-I/O: the transport feeds it the first bytes of a connection and it decides
 whether they may reach the server. A TCP client proves that it may by sending, as its first
-line, the `AUTH_METHOD` notification with the listener's token; the token lives in a 0600
-file in a 0700 per-user directory (`token_path`), where only the same user's clients read it.
+line, the `AUTH_METHOD` notification with the listener's token; the listener writes the
+token to a 0600 file in a 0700 per-user directory (`mcpline.addresses.token_path`), where
+only the same user's clients read it.
 """
 
 from __future__ import annotations
@@ -17,13 +18,7 @@ import secrets
 import stat
 from pathlib import Path
 
-AUTH_METHOD = "notifications/mcpline/authenticate"
-"""The first message a TCP client sends: ``{"params": {"token": "..."}}``, no ``id``."""
-
-TOKEN_ENV = "MCPLINE_TOKEN"
-"""The environment variable that gives a token to `mcpline run` and to the client."""
-
-MIN_TOKEN_CHARS = 16
+from ..addresses import AUTH_METHOD, token_dir, token_path
 
 MAX_FIRST_LINE = 4096
 """How many bytes a connection may send before the gate decides (an auth line is ~100)."""
@@ -115,49 +110,8 @@ class Gate:
         return ""
 
 
-def auth_line(token: str) -> bytes:
-    """The first line a client sends to a TCP listener whose token is ``token``."""
-    msg = {"jsonrpc": "2.0", "method": AUTH_METHOD, "params": {"token": token}}
-    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(32)
-
-
-def check_token(token: str, source: str) -> str:
-    """``token`` without surrounding whitespace, or ValueError naming ``source``."""
-    token = token.strip()
-    if len(token) < MIN_TOKEN_CHARS or not token.isprintable() or not token.isascii():
-        raise ValueError(
-            f"the token from {source} must be at least {MIN_TOKEN_CHARS} printable ASCII characters"
-        )
-    return token
-
-
-def read_token_file(path: str | os.PathLike[str]) -> str:
-    """The token stored in ``path``, or ValueError with a one-line reason."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read the token file {path}: {_why(exc)}") from None
-    return check_token(text, str(path))
-
-
-def token_dir() -> Path:
-    """Where listeners keep their token files: ``$XDG_RUNTIME_DIR/mcpline``, else
-    ``$XDG_CACHE_HOME/mcpline`` (default ``~/.cache/mcpline``)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if os.path.isabs(runtime) and os.path.isdir(runtime):
-        return Path(runtime) / "mcpline"
-    cache = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
-    return base / "mcpline"
-
-
-def token_path(host: str, port: int) -> Path:
-    """The default token file of the TCP listener bound to ``host`` (canonical) and ``port``."""
-    return token_dir() / f"tcp-{host}-{port}.token"
 
 
 def write_token_file(host: str, port: int, token: str) -> Path:
@@ -182,19 +136,6 @@ def write_token_file(host: str, port: int, token: str) -> Path:
     except OSError as exc:
         raise ValueError(f"cannot write the token file in {directory}: {_why(exc)}") from None
     return path
-
-
-def find_token(host: str, port: int, hosts: tuple[str, ...] = ()) -> str | None:
-    """The client's token for ``host:port``: `TOKEN_ENV`, then the default token file of
-    ``host`` or of one of ``hosts`` (other names of the same host) at ``port``."""
-    env = os.environ.get(TOKEN_ENV)
-    if env:
-        return check_token(env, f"${TOKEN_ENV}")
-    for name in (host, *hosts):
-        path = token_path(name, port)
-        if path.is_file():
-            return read_token_file(path)
-    return None
 
 
 def _why(exc: BaseException) -> str:

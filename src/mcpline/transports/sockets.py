@@ -1,20 +1,18 @@
-"""The stdio framing over stream sockets: ``unix:/path`` and ``tcp:HOST:PORT``.
+"""The stdio framing over stream sockets, server side: ``unix:/path`` and ``tcp:HOST:PORT``.
 
-Server side: `serve_address` accepts any number of clients; each connection gets its own
-`Connection` (ids, in-flight requests and cancellation are per connection) and the same
-lifecycle as stdio (half-close from the client = stdin EOF), once the connection has passed
-the `auth.Gate` (JSON-RPC only; on TCP, the token first). Client side: `SocketChannel`
-connects to such an address for `mcpline.Client`. See docs/sockets.md.
+`serve_address` accepts any number of clients; each connection gets its own `Connection`
+(ids, in-flight requests and cancellation are per connection) and the same lifecycle as
+stdio (half-close from the client = stdin EOF), once the connection has passed the
+`auth.Gate` (JSON-RPC only; on TCP, the token first). The client's side is
+`mcpline.client.socket`; addresses and tokens are `mcpline.addresses`. See docs/sockets.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
-import re
 import signal
 import socket
 import stat
@@ -23,96 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .auth import (
-    TOKEN_ENV,
-    Gate,
-    Verdict,
-    auth_line,
-    check_token,
-    find_token,
-    new_token,
-    write_token_file,
-)
+from ..addresses import TOKEN_ENV, Address, canonical_host, check_token, is_loopback, parse_address
+from .auth import Gate, Verdict, new_token, write_token_file
 
 if TYPE_CHECKING:
-    from ..client.session import Session
     from ..server.connection import Connection
     from ..server.server import Server
 
 log = logging.getLogger("mcpline.server")
-
-
-@dataclass(frozen=True)
-class Address:
-    """A parsed ``unix:/path`` or ``tcp:HOST:PORT``."""
-
-    kind: str
-    path: str = ""
-    host: str = ""
-    port: int = 0
-
-    def __str__(self) -> str:
-        if self.kind == "unix":
-            return f"unix:{self.path}"
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"tcp:{host}:{self.port}"
-
-
-def parse_address(text: str) -> Address:
-    """``unix:/path/to.sock`` or ``tcp:HOST:PORT`` (IPv6 hosts in brackets), or ValueError."""
-    kind, sep, rest = text.partition(":")
-    if not sep or not rest:
-        raise ValueError(f"bad address {text!r}: expected unix:/path or tcp:HOST:PORT")
-    if kind == "unix":
-        return Address("unix", path=rest)
-    if kind == "tcp":
-        host, sep, port_text = rest.rpartition(":")
-        if (
-            not sep
-            or not host
-            or not (port_text.isascii() and port_text.isdigit())  # not "٣" or "²"
-            or int(port_text) > 65535
-        ):
-            raise ValueError(f"bad address {text!r}: expected tcp:HOST:PORT")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        return Address("tcp", host=host, port=int(port_text))
-    raise ValueError(f"bad address {text!r}: the scheme must be unix: or tcp:")
-
-
-def canonical_host(host: str) -> str:
-    """``host`` spelled one way: no brackets, lower case, no trailing dot, and an IP address
-    in its standard form (``127.1`` and ``0177.0.0.1`` read as `socket.inet_aton` does)."""
-    name = host.strip()
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        name = name.lower().rstrip(".") or name
-    if _INET_ATON.fullmatch(name) and any(c.isdigit() for c in name):
-        with contextlib.suppress(OSError):
-            return socket.inet_ntoa(socket.inet_aton(name))
-    return name
-
-
-_INET_ATON = re.compile(r"[0-9a-fx.]+")
-
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
-
-def _is_loopback(host: str) -> bool:
-    """Whether ``host`` (in any spelling) names this machine's loopback interface."""
-    name = canonical_host(host)
-    if name == "localhost":
-        return True
-    try:
-        ip = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped.is_loopback
-    return ip.is_loopback
 
 
 # --- server side ------------------------------------------------------------------------
@@ -290,7 +206,7 @@ async def serve_socket(
     A connection whose first byte (after whitespace) is not ``{`` is closed unread. On TCP
     the first line must also be the `AUTH_METHOD` notification with the token: ``token``,
     else ``$MCPLINE_TOKEN``, else a new random one; it is stored in the default token file
-    of the bound address (`auth.token_path`), which is removed at exit. ``auth=False``
+    of the bound address (`mcpline.addresses.token_path`), which is removed at exit. ``auth=False``
     drops the token (a loud warning). At most ``max_connections`` are open at once; one idle
     for ``idle_timeout`` seconds (None: never) is closed; lines are at most
     ``max_line_bytes`` (default: the server's limit, capped at 4 MiB). Raises `ListenError`.
@@ -360,7 +276,7 @@ async def serve_socket(
                     "local user, and every host that can reach it, can call this server",
                     file=sys.stderr,
                 )
-            if not _is_loopback(host):
+            if not is_loopback(host):
                 log.warning(
                     "listening on %s, which is not loopback: the traffic, the token "
                     "included, is not encrypted",
@@ -432,145 +348,3 @@ def serve_address(server: Server, address: str, **options: Any) -> None:
     except ListenError as exc:
         print(f"mcpline: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
-
-
-# --- client side ------------------------------------------------------------------------
-
-
-class _ClientProtocol(asyncio.Protocol):
-    def __init__(self, channel: SocketChannel) -> None:
-        self.channel = channel
-        self.can_write = asyncio.Event()
-        self.can_write.set()
-        self.closed = asyncio.get_running_loop().create_future()
-        self.received = False
-
-    def data_received(self, data: bytes) -> None:
-        self.received = True
-        self.channel.session.feed(data)
-
-    def eof_received(self) -> bool:
-        self.channel.session.eof(
-            f"{self.channel.label} closed the connection{self._hint()}"
-            if not self.channel.closing
-            else f"{self.channel.label} closed"
-        )
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        from ..errors import ConnectionLost
-
-        why = f"{self.channel.label}: connection lost" + (f" ({exc})" if exc else "")
-        self.channel.session.connection_lost(
-            ConnectionLost(why + self._hint(), retriable=not self.channel.closing)
-        )
-        self.can_write.set()
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-    def _hint(self) -> str:
-        """Why a TCP listener may have closed before answering anything: the token."""
-        if self.received or self.channel.closing or self.channel.auth is None:
-            return ""
-        if self.channel.auth:
-            return " before answering (is the token right?)"
-        return (
-            " before answering (no token was found: give one, set $MCPLINE_TOKEN, "
-            "or connect as the user who started the server)"
-        )
-
-    def pause_writing(self) -> None:
-        self.can_write.clear()
-
-    def resume_writing(self) -> None:
-        self.can_write.set()
-
-
-class SocketChannel:
-    """A client connection to a server listening on a socket address.
-
-    On TCP the first line sent is the authenticate notification with the token: ``token``,
-    else ``$MCPLINE_TOKEN``, else the listener's default token file (looked up anew at
-    every connection, since a restarted listener has a new token).
-    """
-
-    def __init__(self, session: Session, label: str, close_grace: float) -> None:
-        self.session = session
-        self.label = label
-        self.close_grace = close_grace
-        self.closing = False
-        self.auth: bool | None = None
-        """Whether a token was sent (None on a Unix socket, where none is needed)."""
-        self.transport: asyncio.Transport | None = None
-        self.protocol: _ClientProtocol | None = None
-
-    @classmethod
-    async def connect(
-        cls,
-        session: Session,
-        address: str,
-        *,
-        close_grace: float = 2.0,
-        timeout: float = 10.0,
-        token: str | None = None,
-    ) -> SocketChannel:
-        from ..errors import ConnectionLost
-
-        try:
-            addr = parse_address(address)
-            if addr.kind == "tcp":
-                host = canonical_host(addr.host)
-                others = _LOOPBACK_NAMES if _is_loopback(host) else ()
-                if token is not None:
-                    token = check_token(token, "the token argument")
-                else:
-                    token = find_token(host, addr.port, others)
-        except ValueError as exc:
-            raise ConnectionLost(str(exc), retriable=False) from None
-        chan = cls(session, str(addr), close_grace)
-        loop = asyncio.get_running_loop()
-        try:
-            if addr.kind == "unix":
-                coro = loop.create_unix_connection(lambda: _ClientProtocol(chan), addr.path)
-            else:
-                coro = loop.create_connection(lambda: _ClientProtocol(chan), host, addr.port)
-            transport, protocol = await asyncio.wait_for(coro, timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
-            why = (_why(exc) if isinstance(exc, OSError) else "") or "timed out"
-            raise ConnectionLost(f"cannot connect to {addr}: {why}") from None
-        chan.transport = transport
-        chan.protocol = protocol
-        if addr.kind == "tcp":
-            chan.auth = token is not None
-            if token is not None:
-                transport.write(auth_line(token))
-        session.channel = chan
-        return chan
-
-    def write(self, data: bytes) -> None:
-        from ..errors import ConnectionLost
-
-        if self.transport is None or self.transport.is_closing():
-            raise ConnectionLost(f"{self.label}: the connection is closed")
-        self.transport.write(data)
-
-    async def drain(self) -> None:
-        p = self.protocol
-        if p is not None and not p.can_write.is_set():
-            await p.can_write.wait()
-
-    async def aclose(self) -> None:
-        """Half-close (the socket's "close stdin"), wait for the server to finish, close."""
-        if self.closing or self.transport is None or self.protocol is None:
-            return
-        self.closing = True
-        t = self.transport
-        if not t.is_closing() and t.can_write_eof():
-            with contextlib.suppress(OSError):
-                t.write_eof()
-        try:
-            await asyncio.wait_for(asyncio.shield(self.protocol.closed), self.close_grace)
-        except asyncio.TimeoutError:
-            t.abort()
-        finally:
-            t.close()

@@ -1,16 +1,18 @@
-"""`Client`: one MCP server (a subprocess or a socket address) used reliably from a host."""
+"""`Client`: one MCP server, reached through a transport, used reliably from a host."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
-import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .. import jsonrpc
+from .._version import version
 from ..errors import (
     ClientClosed,
     ClientError,
@@ -20,45 +22,46 @@ from ..errors import (
     ServerError,
 )
 from ..jsonrpc import RequestId
+from ..protocol.meta import modern_meta
 from ..spec import (
-    LEGACY_VERSIONS,
-    LOG_LEVEL_KEY,
-    LOG_LEVELS,
-    MODERN_VERSIONS,
+    ACKNOWLEDGED,
+    COMPLETE,
+    DISCOVER,
+    IDEMPOTENT_METHODS,
+    INITIALIZE,
+    LIST_CHANGED,
+    LISTEN,
+    MESSAGE,
     MRTR_METHODS,
+    PROMPTS_GET,
+    PROMPTS_LIST,
     PYTHON_LOG_LEVEL,
+    RESOURCE_UPDATED,
+    RESOURCES_LIST,
+    RESOURCES_READ,
+    RESOURCES_TEMPLATES_LIST,
+    SET_LEVEL,
+    SUBSCRIBE,
+    TOOLS_CALL,
+    TOOLS_LIST,
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
-from .era import LEGACY, MODERN, FallBack, ServerDescription, modern_meta
+from .era import LEGACY, MODERN, FallBack, ServerDescription
 from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
+from .options import ClientOptions, LogCallback
 from .session import (
     MAX_SERVER_REQUESTS,
     CallbackTasks,
+    Channel,
     NotificationCallback,
     ProgressCallback,
     Session,
     Trace,
 )
+from .transports import SocketServer, StdioServer, Transport
 
 log = logging.getLogger("mcpline.client")
-
-CLIENT_INFO = {"name": "mcpline", "version": "0.1.0"}
-
-IDEMPOTENT_METHODS = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-    }
-)
-"""Requests that are safe to send again on a restarted server."""
-
 
 _UNSET: Any = object()
 T = TypeVar("T")
@@ -75,51 +78,44 @@ class ServerNotification:
     synthesized: bool = False
 
     def to_message(self) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "method": self.method, "params": self.params}
+        return jsonrpc.notification(self.method, self.params)
 
 
 @dataclass
 class _Link:
     session: Session
-    channel: Any
+    channel: Channel
     description: ServerDescription
     opened_at: float = 0.0
+    meta: dict[str, Any] | None = None
+    """The ``_meta`` of this connection's modern requests (the same for each of them)."""
 
     @property
     def alive(self) -> bool:
         return not self.session.closed
 
 
-class Client:
-    """An MCP client for one server. Use `Client.stdio(...)` or `Client.connect(address)`.
+def _split(transport: type[Any], options: dict[str, Any], *given: str) -> dict[str, Any]:
+    """Take out of ``options`` the fields of the ``transport`` dataclass (but ``given``)."""
+    names = {f.name for f in dataclasses.fields(transport)} - set(given)
+    return {name: options.pop(name) for name in list(options) if name in names}
 
-    ``timeout`` is the per-request default (reset by progress); ``max_timeout`` is the
-    hard maximum whatever progress says. ``era`` is ``"auto"`` (probe), ``"modern"`` or
-    ``"legacy"``. ``on_elicit``/``on_sample``/``on_roots`` take the request params and
-    return the result object; registering one declares the matching client capability.
-    ``log_level`` asks for log notifications, delivered to ``on_log`` (or `logging`).
-    A crashed server is restarted (sockets: reconnected) at most ``max_restarts`` times in
-    a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds;
-    a server that had been up for ``stable_after`` seconds before it died starts a new row.
-    ``deadline`` (seconds, counted from the first request or `start`) bounds everything the
-    client does for requests — starting the server, the era probe and fallback, restarts and
-    the requests themselves — for one-shot use such as the command line; past it a request
-    raises `RequestTimeout`. Shutdown is bounded by ``close_grace`` and ``term_grace``.
-    A legacy server's own requests are handled at most ``max_server_requests`` at a time
-    (more are answered -32603); `list_all` collects at most ``max_list_items`` items.
+
+class Client:
+    """An MCP client for one server: ``Client(transport, **options)``.
+
+    The transport says how to reach the server: `StdioServer` (launch a command) or
+    `SocketServer` (connect to an address), or any other `Transport`; `Client.stdio` and
+    `Client.connect` build those from keyword arguments. The options (see `ClientOptions`,
+    kept as ``client.options``) are the same whatever the transport: timeouts and the
+    deadline, the era, input and log callbacks, the restart policy and limits.
     """
 
     def __init__(
         self,
+        transport: Transport,
         *,
-        command: str | None = None,
-        args: Sequence[str] = (),
-        env: Mapping[str, str] | None = None,
-        inherit_env: bool = True,
-        cwd: str | os.PathLike[str] | None = None,
-        address: str | None = None,
-        token: str | None = None,
-        client_info: dict[str, Any] | None = None,
+        client_info: Mapping[str, Any] | None = None,
         timeout: float = 60.0,
         max_timeout: float = 600.0,
         deadline: float | None = None,
@@ -130,65 +126,55 @@ class Client:
         on_roots: InputHandler | None = None,
         elicitation_modes: Sequence[str] = ("form",),
         log_level: str | None = None,
-        on_log: Callable[[dict[str, Any]], Any] | None = None,
+        on_log: LogCallback | None = None,
         on_notification: NotificationCallback | None = None,
-        on_stderr: Callable[[str], None] | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        trace: Trace | None = None,
         max_restarts: int = 3,
         restart_backoff: float = 0.2,
         max_backoff: float = 5.0,
         stable_after: float = 30.0,
-        close_grace: float = 2.0,
-        term_grace: float = 2.0,
         eager: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_rounds: int = 8,
-        trace: Trace | None = None,
-        watchdog: bool = True,
         max_server_requests: int = MAX_SERVER_REQUESTS,
         max_list_items: int = 100_000,
     ) -> None:
-        if (command is None) == (address is None):
-            raise ValueError("give exactly one of command= or address=")
-        if era not in ("auto", MODERN, LEGACY):
-            raise ValueError("era must be 'auto', 'modern' or 'legacy'")
-        if log_level is not None and log_level not in LOG_LEVELS:
-            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
-        self.command = command
-        self.args = list(args)
-        self.env = dict(env) if env else None
-        self.inherit_env = inherit_env
-        self.cwd = cwd
-        self.address = address
-        self.token = token
-        self.client_info = dict(client_info or CLIENT_INFO)
-        self.timeout = timeout
-        self.max_timeout = max_timeout
-        self.deadline = deadline
+        self.transport = transport
+        """How the server is reached (and reached again after a crash)."""
+        self.options = ClientOptions(
+            client_info=client_info,
+            timeout=timeout,
+            max_timeout=max_timeout,
+            deadline=deadline,
+            probe_timeout=probe_timeout,
+            era=era,
+            on_elicit=on_elicit,
+            on_sample=on_sample,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            log_level=log_level,
+            on_log=on_log,
+            on_notification=on_notification,
+            trace=trace,
+            max_restarts=max_restarts,
+            restart_backoff=restart_backoff,
+            max_backoff=max_backoff,
+            stable_after=stable_after,
+            eager=eager,
+            max_line_bytes=max_line_bytes,
+            max_rounds=max_rounds,
+            max_server_requests=max_server_requests,
+            max_list_items=max_list_items,
+        )
+        o = self.options
+        self._handlers = InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes)
+        self._info: dict[str, Any] | None = dict(o.client_info) if o.client_info else None
         self._deadline_at: float | None = None
-        self.probe_timeout = probe_timeout
-        self.era = era
-        self.handlers = InputHandlers(on_elicit, on_sample, on_roots, tuple(elicitation_modes))
-        self.log_level = log_level
-        self.on_log = on_log
-        self.on_notification_cb = on_notification
-        self.on_stderr = on_stderr
-        self.max_line_bytes = max_line_bytes
-        self.max_restarts = max_restarts
-        self.restart_backoff = restart_backoff
-        self.max_backoff = max_backoff
-        self.stable_after = stable_after
-        self.close_grace = close_grace
-        self.term_grace = term_grace
-        self.eager = eager
-        self.max_rounds = max_rounds
-        self.trace = trace
-        self.watchdog = watchdog
-        self.max_server_requests = max_server_requests
-        self.max_list_items = max_list_items
         self._callbacks = CallbackTasks()
         self._ids = itertools.count(1)
         self._link: _Link | None = None
-        self._opening: Any = None  # the channel whose handshake is under way
+        self._opening: Channel | None = None
+        """The channel whose handshake is under way."""
         self._description: ServerDescription | None = None
         self._start_lock: asyncio.Lock | None = None
         self._failures = 0
@@ -204,21 +190,27 @@ class Client:
 
     @classmethod
     def stdio(cls, command: str, args: Sequence[str] = (), **options: Any) -> Client:
-        """A client that launches ``command args`` and speaks over its stdin/stdout."""
-        return cls(command=command, args=args, **options)
+        """A client that launches ``command args`` and speaks over its stdin/stdout.
+
+        ``options`` are those of `StdioServer` (``env``, ``inherit_env``, ``cwd``,
+        ``on_stderr``, ``close_grace``, ``term_grace``, ``watchdog``) and of `Client`."""
+        server = _split(StdioServer, options, "command", "args")
+        return cls(StdioServer(command, args, **server), **options)
 
     @classmethod
     def connect(cls, address: str, **options: Any) -> Client:
         """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``.
 
-        A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else the file
-        the listener wrote for its address; see docs/sockets.md)."""
-        return cls(address=address, **options)
+        ``options`` are those of `SocketServer` (``token``, ``close_grace``) and of
+        `Client`. A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else
+        the file the listener wrote for its address; see docs/sockets.md)."""
+        server = _split(SocketServer, options, "address")
+        return cls(SocketServer(address, **server), **options)
 
     # --- lifecycle ----------------------------------------------------------------------
 
     async def __aenter__(self) -> Client:
-        if self.eager:
+        if self.options.eager:
             await self.start()
         return self
 
@@ -231,17 +223,18 @@ class Client:
 
     async def _within(self, what: str, work: Awaitable[T]) -> T:
         """``work`` bounded by what is left of ``deadline`` (unbounded without one)."""
-        if self.deadline is None:
+        deadline = self.options.deadline
+        if deadline is None:
             return await work
         loop = asyncio.get_running_loop()
         if self._deadline_at is None:
-            self._deadline_at = loop.time() + self.deadline
+            self._deadline_at = loop.time() + deadline
         try:
             return await asyncio.wait_for(work, max(0.0, self._deadline_at - loop.time()))
         except asyncio.TimeoutError:
             stage = "" if self._link is not None else " (starting the server, learning its era)"
             raise RequestTimeout(
-                f"{what} timed out{stage}: the client's deadline of {self.deadline:g}s passed"
+                f"{what} timed out{stage}: the client's deadline of {deadline:g}s passed"
             ) from None
 
     @property
@@ -289,7 +282,10 @@ class Client:
                     return link
                 if link is not None:
                     self._link = None
-                    if asyncio.get_running_loop().time() - link.opened_at >= self.stable_after:
+                    if (
+                        asyncio.get_running_loop().time() - link.opened_at
+                        >= self.options.stable_after
+                    ):
                         self._failures = 0  # it ran fine for a while: a new series of restarts
                     reason = link.session.close_reason
                     self._last_loss = str(reason) if reason else "connection lost"
@@ -313,51 +309,31 @@ class Client:
                 return self._link
 
     async def _backoff(self) -> None:
+        o = self.options
         self._failures += 1
-        if self._failures > self.max_restarts:
+        if self._failures > o.max_restarts:
             self._failures = 0  # the next request starts a fresh series of attempts
             raise ConnectionLost(
-                f"gave up after {self.max_restarts} restarts; last failure: {self._last_loss}",
+                f"gave up after {o.max_restarts} restarts; last failure: {self._last_loss}",
                 retriable=False,
             )
         self.restarts += 1
-        delay = min(self.restart_backoff * 2 ** (self._failures - 1), self.max_backoff)
+        delay = min(o.restart_backoff * 2 ** (self._failures - 1), o.max_backoff)
         log.warning("server unavailable (%s); retrying in %.2fs", self._last_loss, delay)
         await asyncio.sleep(delay)
 
     async def _open_link(self) -> _Link:
-        label = self.address or os.path.basename(self.command or "server")
+        o = self.options
         session = Session(
-            self,
+            self._on_notification,
+            self._handlers.answer,
             ids=self._ids,
-            max_line_bytes=self.max_line_bytes,
-            trace=self.trace,
-            label=label,
-            max_server_requests=self.max_server_requests,
+            max_line_bytes=o.max_line_bytes,
+            trace=o.trace,
+            label=self.transport.label,
+            max_server_requests=o.max_server_requests,
         )
-        channel: Any
-        if self.address is not None:
-            from ..transports.sockets import SocketChannel
-
-            channel = await SocketChannel.connect(
-                session, self.address, close_grace=self.close_grace, token=self.token
-            )
-        else:
-            from .process import ProcessChannel
-
-            assert self.command is not None
-            channel = await ProcessChannel.start(
-                session,
-                self.command,
-                self.args,
-                env=self.env,
-                inherit_env=self.inherit_env,
-                cwd=self.cwd,
-                on_stderr=self.on_stderr,
-                close_grace=self.close_grace,
-                term_grace=self.term_grace,
-                watchdog=self.watchdog,
-            )
+        channel = await self.transport.open(session)
         self._opening = channel
         try:
             description = await self._handshake(session)
@@ -369,9 +345,9 @@ class Client:
         return _Link(session, channel, description, asyncio.get_running_loop().time())
 
     async def _handshake(self, session: Session) -> ServerDescription:
-        caps = self.handlers.capabilities()
+        caps = self._handlers.capabilities()
         cached = self._description
-        want = cached.era if cached is not None else self.era
+        want = cached.era if cached is not None else self.options.era
         if want == MODERN and cached is not None:
             desc = cached
         elif want == LEGACY or (want == "auto" and self._probe_deaths >= 2):
@@ -380,7 +356,7 @@ class Client:
         else:
             try:
                 desc = await era_mod.probe(
-                    session, caps=caps, info=self.client_info, timeout=self.probe_timeout
+                    session, caps=caps, info=self._client_info(), timeout=self.options.probe_timeout
                 )
             except FallBack as fb:
                 if want == MODERN:
@@ -395,10 +371,9 @@ class Client:
                 log.info("falling back to the legacy handshake: %s", fb)
                 desc = await self._initialize(session, caps, fb.version, reprobe=fb.version is None)
         session.accept_requests = desc.era == LEGACY
-        if desc.era == LEGACY and self.log_level is not None and "logging" in desc.capabilities:
-            await session.request(
-                "logging/setLevel", {"level": self.log_level}, timeout=self.timeout
-            )
+        level = self.options.log_level
+        if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
+            await session.request(SET_LEVEL, {"level": level}, timeout=self.options.timeout)
         self._description = desc
         return desc
 
@@ -410,25 +385,29 @@ class Client:
         session.accept_requests = True  # a legacy server may ping before initialize is answered
         try:
             return await era_mod.initialize(
-                session, caps=caps, info=self.client_info, timeout=self.timeout, version=version
+                session,
+                caps=caps,
+                info=self._client_info(),
+                timeout=self.options.timeout,
+                version=version,
             )
         except ServerError as exc:
             if not (reprobe and era_mod.points_to_modern(exc)):
                 raise
-            log.info("initialize refused in a modern way (%s); probing again", exc)
+            log.info("%s refused in a modern way (%s); probing again", INITIALIZE, exc)
             try:
                 return await era_mod.probe(
-                    session, caps=caps, info=self.client_info, timeout=self.timeout
+                    session, caps=caps, info=self._client_info(), timeout=self.options.timeout
                 )
             except FallBack as fb:
                 raise ProtocolError(f"the server answers neither era: {fb}") from None
 
-    # --- what the session asks of us ------------------------------------------------------
+    # --- what the session hands on --------------------------------------------------------
 
-    def on_notification(self, method: str, params: Any) -> None:
-        if method == "notifications/message" and isinstance(params, dict):
-            if self.on_log is not None:
-                res = self.on_log(params)
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == MESSAGE and isinstance(params, dict):
+            if self.options.on_log is not None:
+                res = self.options.on_log(params)
                 if asyncio.iscoroutine(res):
                     self._callbacks.run(res, "on_log")
             else:
@@ -440,28 +419,34 @@ class Client:
         if self._description is not None and self._description.era == LEGACY:
             for listener in list(self._listeners):
                 listener._legacy_notification(method, params)
-        if self.on_notification_cb is not None:
-            self.on_notification_cb(method, params)
+        if self.options.on_notification is not None:
+            self.options.on_notification(method, params)
         else:
             log.debug("notification %s from the server", method)
 
-    async def on_request(self, method: str, params: Any) -> Any:
-        return await self.handlers.answer(method, params)
-
     # --- requests -------------------------------------------------------------------------
+
+    def _client_info(self) -> dict[str, Any]:
+        """``client_info``, by default mcpline's name and installed version: read when the
+        first request needs it, once the server is starting (loading the package metadata
+        takes longer than importing the client)."""
+        if self._info is None:
+            self._info = {"name": "mcpline", "version": version()}
+        return self._info
 
     def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
         if link.description.era != MODERN:
             return params
+        if link.meta is None:
+            link.meta = modern_meta(
+                link.description.protocol_version,
+                self._handlers.capabilities(),
+                self._client_info(),
+                log_level=self.options.log_level,
+            )
         p = dict(params)
         meta = dict(p.get("_meta") or {})
-        meta.update(
-            modern_meta(
-                link.description.protocol_version, self.handlers.capabilities(), self.client_info
-            )
-        )
-        if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
+        meta.update(link.meta)
         p["_meta"] = meta
         return p
 
@@ -485,8 +470,8 @@ class Client:
         params = dict(params or {})
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
-        t = self.timeout if timeout is _UNSET else timeout
-        mt = self.max_timeout if max_timeout is _UNSET else max_timeout
+        t = self.options.timeout if timeout is _UNSET else timeout
+        mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
         return await self._within(
             method, self._request(method, params, t, mt, on_progress, idempotent)
         )
@@ -509,7 +494,7 @@ class Client:
                 if not (idempotent and exc.retriable) or self._closed:
                     raise
                 resent += 1
-                if resent > self.max_restarts:  # whatever the restart series says
+                if resent > self.options.max_restarts:  # whatever the restart series says
                     raise ConnectionLost(
                         f"{method} was lost {resent} times with the server; gave up ({exc})",
                         retriable=False,
@@ -538,20 +523,19 @@ class Client:
             )
 
         if method in MRTR_METHODS:
-            return await run_rounds(send, method, params, self.handlers, self.max_rounds)
+            return await run_rounds(send, method, params, self._handlers, self.options.max_rounds)
         result = await send(params)
         result_type(result, method)
         return result
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""
-        link = await self._within("server/discover", self._ensure_link())
+        link = await self._within(DISCOVER, self._ensure_link())
         if refresh and link.description.era == MODERN:
-            result = await self.request("server/discover")
+            result = await self.request(DISCOVER)
             if not era_mod.is_discover_result(result):
                 raise ProtocolError(
-                    "server/discover returned something that is not a DiscoverResult: "
-                    f"{result!r:.200}"
+                    f"{DISCOVER} returned something that is not a DiscoverResult: {result!r:.200}"
                 )
             link.description = era_mod.describe_discover(result, link.description.protocol_version)
             self._description = link.description
@@ -570,7 +554,7 @@ class Client:
         More than ``max_items`` items (default: the client's ``max_list_items``) in all is
         a `ProtocolError`.
         """
-        limit = self.max_list_items if max_items is None else max_items
+        limit = self.options.max_list_items if max_items is None else max_items
         items: list[Any] = []
         cursor: Any = None
         seen: set[str] = set()
@@ -601,7 +585,7 @@ class Client:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool (cursors followed). Remembers which tools are read-only/idempotent."""
-        tools = (await self.list_all("tools/list", "tools"))["tools"]
+        tools = (await self.list_all(TOOLS_LIST, "tools"))["tools"]
         self._remember_tools(tools)
         return tools  # type: ignore[no-any-return]
 
@@ -633,7 +617,7 @@ class Client:
         if idempotent is None:
             idempotent = self.tool_is_idempotent(name)
         return await self.request(
-            "tools/call",
+            TOOLS_CALL,
             params,
             timeout=timeout,
             max_timeout=max_timeout,
@@ -642,17 +626,17 @@ class Client:
         )
 
     async def list_resources(self) -> list[dict[str, Any]]:
-        return (await self.list_all("resources/list", "resources"))["resources"]  # type: ignore[no-any-return]
+        return (await self.list_all(RESOURCES_LIST, "resources"))["resources"]  # type: ignore[no-any-return]
 
     async def list_resource_templates(self) -> list[dict[str, Any]]:
-        merged = await self.list_all("resources/templates/list", "resourceTemplates")
+        merged = await self.list_all(RESOURCES_TEMPLATES_LIST, "resourceTemplates")
         return merged["resourceTemplates"]  # type: ignore[no-any-return]
 
     async def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> dict[str, Any]:
-        return await self.request("resources/read", {"uri": uri}, timeout=timeout)
+        return await self.request(RESOURCES_READ, {"uri": uri}, timeout=timeout)
 
     async def list_prompts(self) -> list[dict[str, Any]]:
-        return (await self.list_all("prompts/list", "prompts"))["prompts"]  # type: ignore[no-any-return]
+        return (await self.list_all(PROMPTS_LIST, "prompts"))["prompts"]  # type: ignore[no-any-return]
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = _UNSET
@@ -660,7 +644,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.request("prompts/get", params, timeout=timeout)
+        return await self.request(PROMPTS_GET, params, timeout=timeout)
 
     async def complete(
         self, ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None = None
@@ -669,7 +653,7 @@ class Client:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context is not None:
             params["context"] = context
-        return await self.request("completion/complete", params)
+        return await self.request(COMPLETE, params)
 
     def listen(
         self,
@@ -688,12 +672,9 @@ class Client:
         for the reader; past that the oldest is dropped (counted in `Listener.dropped`).
         """
         filt: dict[str, Any] = {}
-        if tools:
-            filt["toolsListChanged"] = True
-        if prompts:
-            filt["promptsListChanged"] = True
-        if resources:
-            filt["resourcesListChanged"] = True
+        for kind, wanted in (("tools", tools), ("prompts", prompts), ("resources", resources)):
+            if wanted:
+                filt[LIST_CHANGED[kind][0]] = True
         if resource_uris:
             filt["resourceSubscriptions"] = list(resource_uris)
         return Listener(self, filt, max_queue)
@@ -701,11 +682,8 @@ class Client:
 
 _END: Any = object()
 
-_LEGACY_KINDS = {
-    "notifications/tools/list_changed": "toolsListChanged",
-    "notifications/prompts/list_changed": "promptsListChanged",
-    "notifications/resources/list_changed": "resourcesListChanged",
-}
+_LEGACY_KINDS = {notification: flag for flag, notification in LIST_CHANGED.values()}
+"""A legacy server's list-changed notification → the listen filter flag that asks for it."""
 
 
 class Listener:
@@ -779,7 +757,7 @@ class Listener:
 
     def _deliver(self, method: str, params: Any, *, synthesized: bool = False) -> None:
         params = params if isinstance(params, dict) else {}
-        if method == "notifications/subscriptions/acknowledged":
+        if method == ACKNOWLEDGED:
             ack = params.get("notifications")
             self.acknowledged = ack if isinstance(ack, dict) else {}
         self._put(ServerNotification(method, params, synthesized))
@@ -791,7 +769,7 @@ class Listener:
         if (
             kind is not None
             and self.filter.get(kind)
-            or method == "notifications/resources/updated"
+            or method == RESOURCE_UPDATED
             and self.filter.get("resourceSubscriptions")
         ):
             self._deliver(method, params)
@@ -821,23 +799,19 @@ class Listener:
 
         params = self.client._params(link, {"notifications": self.filter})
         result = await link.session.request(
-            "subscriptions/listen",
+            LISTEN,
             params,
             timeout=None,
             max_timeout=None,
             on_notification=self._deliver,
             on_sent=sent,
         )
-        result_type(result, "subscriptions/listen")
+        result_type(result, LISTEN)
 
     async def _listen_legacy(self, link: _Link) -> None:
         caps = link.description.capabilities
         honoured: dict[str, Any] = {}
-        for kind, cap in (
-            ("toolsListChanged", "tools"),
-            ("promptsListChanged", "prompts"),
-            ("resourcesListChanged", "resources"),
-        ):
+        for cap, (kind, _) in LIST_CHANGED.items():
             if (
                 self.filter.get(kind)
                 and isinstance(caps.get(cap), dict)
@@ -851,16 +825,16 @@ class Listener:
             for uri in uris:
                 try:
                     await link.session.request(
-                        "resources/subscribe", {"uri": uri}, timeout=self.client.timeout
+                        SUBSCRIBE, {"uri": uri}, timeout=self.client.options.timeout
                     )
                     done.append(uri)
                 except ServerError as exc:
-                    log.info("resources/subscribe %s refused: %s", uri, exc)
+                    log.info("%s %s refused: %s", SUBSCRIBE, uri, exc)
             if done:
                 honoured["resourceSubscriptions"] = done
         self._legacy_active = True
         self._deliver(
-            "notifications/subscriptions/acknowledged",
+            ACKNOWLEDGED,
             {"notifications": honoured},
             synthesized=True,
         )
@@ -871,11 +845,4 @@ class Listener:
         raise lost
 
 
-__all__ = [
-    "CLIENT_INFO",
-    "Client",
-    "Listener",
-    "ServerNotification",
-    "LEGACY_VERSIONS",
-    "MODERN_VERSIONS",
-]
+__all__ = ["Client", "Listener", "ServerNotification"]

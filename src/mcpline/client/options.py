@@ -1,0 +1,82 @@
+"""`ClientOptions`: what a `Client` does whatever its transport (timeouts, restarts, limits,
+callbacks)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec import LOG_LEVELS
+from ..wire import DEFAULT_MAX_LINE_BYTES
+from .era import LEGACY, MODERN
+from .mrtr import InputHandler
+from .session import MAX_SERVER_REQUESTS, NotificationCallback, Trace
+
+LogCallback = Callable[[dict[str, Any]], Any]
+"""``on_log(params)`` for each ``notifications/message``; may be a coroutine function."""
+
+ERAS = ("auto", MODERN, LEGACY)
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """A client's settings, fixed at construction (``client.options``).
+
+    ``timeout`` is the per-request default (reset by progress); ``max_timeout`` is the
+    hard maximum whatever progress says. ``deadline`` (seconds, counted from the first
+    request or `Client.start`) bounds everything the client does for requests — starting
+    the server, the era probe and fallback, restarts and the requests themselves — for
+    one-shot use such as the command line. ``era`` is ``"auto"`` (probe with
+    ``probe_timeout``), ``"modern"`` or ``"legacy"``. ``client_info`` defaults to mcpline's
+    name and installed version.
+
+    ``on_elicit``/``on_sample``/``on_roots`` take the request params and return the result
+    object; registering one declares the matching client capability (``elicitation_modes``
+    for elicitation). ``log_level`` asks for log notifications, delivered to ``on_log`` (or
+    `logging`); other notifications go to ``on_notification``; ``trace(direction, line)``
+    sees every line sent and received.
+
+    A crashed server is restarted (sockets: reconnected) at most ``max_restarts`` times in
+    a row, with exponential backoff from ``restart_backoff`` up to ``max_backoff`` seconds;
+    a server that had been up for ``stable_after`` seconds before it died starts a new row.
+    ``eager`` starts the server on ``async with`` rather than at the first request.
+
+    Limits: lines of at most ``max_line_bytes``; at most ``max_rounds`` input rounds per
+    request; a legacy server's own requests handled at most ``max_server_requests`` at a
+    time (more are answered -32603); `Client.list_all` collects at most ``max_list_items``.
+    """
+
+    client_info: Mapping[str, Any] | None = None
+    timeout: float = 60.0
+    max_timeout: float = 600.0
+    deadline: float | None = None
+    probe_timeout: float = 5.0
+    era: str = "auto"
+    on_elicit: InputHandler | None = None
+    on_sample: InputHandler | None = None
+    on_roots: InputHandler | None = None
+    elicitation_modes: Sequence[str] = ("form",)
+    log_level: str | None = None
+    on_log: LogCallback | None = None
+    on_notification: NotificationCallback | None = None
+    trace: Trace | None = None
+    max_restarts: int = 3
+    restart_backoff: float = 0.2
+    max_backoff: float = 5.0
+    stable_after: float = 30.0
+    eager: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_rounds: int = 8
+    max_server_requests: int = MAX_SERVER_REQUESTS
+    max_list_items: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.era not in ERAS:
+            raise ValueError("era must be 'auto', 'modern' or 'legacy'")
+        if self.log_level is not None and self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
+        object.__setattr__(self, "elicitation_modes", tuple(self.elicitation_modes))
+
+
+__all__ = ["ClientOptions", "LogCallback"]

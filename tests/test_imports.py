@@ -1,0 +1,67 @@
+"""What an import loads, in a fresh interpreter: the client never loads the server (nor its
+transports), and ``import mcpline`` loads the server only when a server name is used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+def fresh(code: str) -> Any:
+    """Run ``code`` in a new interpreter; it prints one JSON value, returned here."""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+LOADED = "print(json.dumps(sorted(m for m in sys.modules if m.startswith('mcpline'))))"
+
+
+def test_the_client_loads_no_server_module() -> None:
+    loaded = fresh(
+        "import json, sys\n"
+        "import mcpline.client, mcpline.client.socket, mcpline.client.process\n"
+        "mcpline.client.Client.stdio('server')\n"
+        "mcpline.client.Client.connect('unix:/nowhere.sock')\n" + LOADED
+    )
+    assert "mcpline.client.client" in loaded
+    assert not [m for m in loaded if m.startswith(("mcpline.server", "mcpline.transports"))]
+
+
+def test_the_client_reads_no_package_metadata_at_import() -> None:
+    assert not fresh(
+        "import json, sys\nimport mcpline.client\n"
+        "print(json.dumps('importlib.metadata' in sys.modules))"
+    )
+
+
+def test_import_mcpline_loads_the_server_on_first_use() -> None:
+    before, after, names = fresh(
+        "import json, sys\n"
+        "import mcpline\n"
+        "before = sorted(m for m in sys.modules if m.startswith('mcpline.server'))\n"
+        "from mcpline import Context, Server, ToolResult, elicit, text\n"
+        "after = 'mcpline.server.server' in sys.modules\n"
+        "names = [Server.__module__, Context.__name__, ToolResult.__name__, elicit.__name__,"
+        " text.__name__]\n"
+        "print(json.dumps([before, after, names]))"
+    )
+    assert before == [] and after
+    assert names == ["mcpline.server.server", "Context", "ToolResult", "elicit", "text"]
+
+
+def test_every_top_level_name_resolves_and_the_errors_are_exported() -> None:
+    missing, same, version = fresh(
+        "import json\n"
+        "import mcpline, mcpline.errors as e\n"
+        "missing = [n for n in mcpline.__all__ if getattr(mcpline, n, None) is None]\n"
+        "names = ['Error', 'ClientError', 'ServerError', 'ConnectionLost', 'RequestTimeout',"
+        " 'ProtocolError', 'ClientClosed', 'InputDeclined', 'VersionMismatch']\n"
+        "same = all(getattr(mcpline, n) is getattr(e, n) and n in mcpline.__all__"
+        " for n in names)\n"
+        "print(json.dumps([missing, same, mcpline.__version__]))"
+    )
+    assert missing == [] and same
+    assert version and version != "0+unknown"
