@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__
 from .errors import (
     ClientClosed,
     ClientError,
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
     from .server.server import Server
-
-    __version__: str
 
 __all__ = [
     "Client",
@@ -113,16 +112,11 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from ._version import version
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
+    import importlib
 
-        value: Any = version()
-    else:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -1,21 +1,14 @@
-"""The installed package's version, read from its metadata on first use (importing
-`importlib.metadata` costs more than the rest of a client's start-up imports)."""
+"""mcpline's version: the one place it is written (the build reads it from here into the
+package metadata, so the two cannot disagree, and no metadata lookup costs start-up time)."""
 
 from __future__ import annotations
 
-import functools
+__version__ = "0.1.0"
 
 
-@functools.cache
 def version() -> str:
-    """mcpline's version as installed, or ``"0+unknown"`` when it is not installed."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("mcpline")
-    except PackageNotFoundError:
-        return "0+unknown"
+    """mcpline's version."""
+    return __version__
 
 
-__all__ = ["version"]
+__all__ = ["__version__", "version"]

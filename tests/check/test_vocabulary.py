@@ -13,8 +13,9 @@ from .util import REPO
 CHECK = REPO / "src" / "mcpline" / "check"
 NAMES = {v: k for k, v in vars(spec).items() if k.isupper() and isinstance(v, str)}
 """Method and notification names, ``_meta`` keys and revisions, by value."""
-CODES = {v: k for k, v in vars(spec).items() if k.isupper() and type(v) is int and v < 0}
-"""Error codes, by value."""
+CODES = {v: k for k, v in vars(spec).items() if k.isupper() and type(v) is int and v <= -32000}
+"""JSON-RPC and MCP error codes (the -32xxx range), by value; -1 (`spec.USER_REJECTED`) is
+too common a literal to tell apart."""
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:

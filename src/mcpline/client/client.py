@@ -9,7 +9,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import jsonrpc
 from .._version import version
@@ -60,6 +60,9 @@ from .session import (
     Trace,
 )
 from .transports import SocketServer, StdioServer, Transport
+
+if TYPE_CHECKING:
+    from ..server.server import Server
 
 log = logging.getLogger("mcpline.client")
 
@@ -206,6 +209,14 @@ class Client:
         the file the listener wrote for its address; see docs/sockets.md)."""
         server = _split(SocketServer, options, "address")
         return cls(SocketServer(address, **server), **options)
+
+    @classmethod
+    def memory(cls, server: Server, **options: Any) -> Client:
+        """A client for ``server`` in this process: no process and no pipe, the fast way to
+        test a server (see `mcpline.client.memory`). ``options`` are those of `Client`."""
+        from .memory import MemoryServer
+
+        return cls(MemoryServer(server), **options)
 
     # --- lifecycle ----------------------------------------------------------------------
 

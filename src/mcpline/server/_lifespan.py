@@ -34,6 +34,9 @@ class Services:
         self._ready: asyncio.Event | None = None
         self._failed = False
         self._workers: WorkerPool | None = None
+        self._users = 0
+        self._task: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Event | None = None
 
     @property
     def ready(self) -> bool:
@@ -49,24 +52,39 @@ class Services:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Enter the lifespan hook in the background and own the worker threads."""
-        self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
-        self._ready = asyncio.Event()
-        task: asyncio.Task[None] | None = None
-        stop = asyncio.Event()
-        if self._hook is None:
-            self._ready.set()
-        else:
-            task = asyncio.get_running_loop().create_task(self._run_hook(stop))
+        """Enter the lifespan hook in the background and own the worker threads.
+
+        Re-entrant: transports that serve one server side by side (in-memory clients, say)
+        share one lifespan and one pool, started by the first and stopped by the last."""
+        self._users += 1
+        if self._users == 1:
+            self._start()
         try:
             yield
         finally:
-            stop.set()
-            if task is not None:
-                if not self._ready.is_set():
-                    task.cancel()  # still starting: do not make the exit wait for it
-                with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                    await asyncio.wait_for(task, 5)
+            self._users -= 1
+            if self._users == 0:
+                await self._stop()
+
+    def _start(self) -> None:
+        self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        if self._hook is None:
+            self._ready.set()
+        else:
+            self._task = asyncio.get_running_loop().create_task(self._run_hook(self._stopping))
+
+    async def _stop(self) -> None:
+        assert self._ready is not None and self._stopping is not None
+        self._stopping.set()
+        task, self._task = self._task, None
+        if task is not None:
+            if not self._ready.is_set():
+                task.cancel()  # still starting: do not make the exit wait for it
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(task, 5)
+        if self._workers is not None:
             self._workers.shutdown()
 
     async def _run_hook(self, stop: asyncio.Event) -> None:
