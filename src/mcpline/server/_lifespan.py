@@ -1,8 +1,10 @@
-"""What a running server owns besides its registry: the lifespan hook and the worker threads.
+"""What a running server owns besides its registry: the lifespan hook, the worker threads and
+the notification bus.
 
 `Services.running` enters the user's lifespan hook in the background (``server/discover`` is
 answered at once; other requests `wait_ready` until the hook has been entered, or get -32603
-if it failed) and starts the pool that runs plain ``def`` handlers off the event loop.
+if it failed), starts the pool that runs plain ``def`` handlers off the event loop, and runs
+the server's `NotificationBus` (if it has one) for as long.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError
 from .workers import WorkerPool
+
+if TYPE_CHECKING:
+    from .bus import Deliver, NotificationBus
 
 log = logging.getLogger("mcpline.server")
 
@@ -23,12 +28,21 @@ LifespanHook = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]
 
 
 class Services:
-    """The lifespan hook's state and the worker pool of one server."""
+    """The lifespan hook's state, the worker pool and the bus of one server."""
 
-    def __init__(self, owner: Any, hook: LifespanHook | None, sync_workers: int) -> None:
+    def __init__(
+        self,
+        owner: Any,
+        hook: LifespanHook | None,
+        sync_workers: int,
+        bus: NotificationBus | None = None,
+        deliver: Deliver | None = None,
+    ) -> None:
         self._owner = owner
         self._hook = hook
         self._sync_workers = sync_workers
+        self._bus = bus
+        self._deliver = deliver
         self.value: Any = None
         """What the lifespan hook yielded (``None`` without one, or before it is entered)."""
         self._ready: asyncio.Event | None = None
@@ -49,7 +63,10 @@ class Services:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Enter the lifespan hook in the background and own the worker threads."""
+        """Enter the lifespan hook in the background, own the worker threads, run the bus."""
+        if self._bus is not None:
+            assert self._deliver is not None
+            await self._bus.start(self._deliver, self._owner.name)
         self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
         self._ready = asyncio.Event()
         task: asyncio.Task[None] | None = None
@@ -68,6 +85,8 @@ class Services:
                 with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                     await asyncio.wait_for(task, 5)
             self._workers.shutdown()
+            if self._bus is not None:
+                await self._bus.aclose()
 
     async def _run_hook(self, stop: asyncio.Event) -> None:
         assert self._hook is not None and self._ready is not None
