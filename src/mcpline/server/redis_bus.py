@@ -1,7 +1,7 @@
 """Redis for a server run as several processes: `RedisBus` and `RedisNonceLedger`.
 
-Both need the ``redis`` extra (``pip install 'mcpline[redis]'``, redis-py 5 or later) and
-import it only when first used, so a server without them starts as fast as before.
+Both need the ``redis`` extra (``pip install 'mcpline[redis]'``, redis-py 5.0.1 or later)
+and import it only when first used, so a server without them starts as fast as before.
 
 `RedisBus` carries list changes and resource updates over Redis pub/sub (see
 `mcpline.server.bus`). Each message is compact JSON::
