@@ -351,6 +351,16 @@ def test_redis_bus_survives_a_restart_and_resyncs(redis_server: RedisServer) -> 
     run(main)
 
 
+def test_redis_bus_refuses_a_malformed_url_at_start() -> None:
+    async def main() -> None:
+        bus = RedisBus("http://127.0.0.1:1/")
+        with pytest.raises(ValueError):
+            await bus.start(Inbox(), "x")
+        await bus.aclose()
+
+    run(main)
+
+
 def test_redact() -> None:
     assert redact("redis://:pw@h:1/0") == "redis://:***@h:1/0"
     assert redact("redis://user:pw@h/0") == "redis://user:***@h/0"

@@ -132,8 +132,9 @@ class RedisBus:
     async def start(self, deliver: Deliver, scope: str) -> None:
         if self._task is not None:
             raise RuntimeError("this RedisBus is already started")
-        import redis.asyncio  # noqa: F401  (fail here, not in the background, if it is broken)
+        from redis.asyncio.connection import parse_url
 
+        parse_url(self.url)  # a malformed URL is raised here (ValueError), not retried
         loop = asyncio.get_running_loop()
         self._deliver = deliver
         self._channel = self.channel or f"mcpline:{scope}"
@@ -230,7 +231,8 @@ class RedisBus:
             except (RedisError, OSError) as exc:
                 failed = self._lost(exc, failed)
             except Exception as exc:
-                log.exception("redis bus: unexpected error")
+                if not failed:
+                    log.exception("redis bus: unexpected error")
                 failed = self._lost(exc, failed)
             finally:
                 self.connected = False
