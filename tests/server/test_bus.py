@@ -409,11 +409,13 @@ def test_sealed_state_is_single_use_across_replicas(redis_server: RedisServer) -
 # --- redis-py loads only when used ----------------------------------------------------------
 
 
-def test_importing_mcpline_does_not_import_redis() -> None:
+def test_importing_mcpline_does_not_import_redis_nor_the_bus() -> None:
     code = (
-        "import sys, mcpline, mcpline.server.bus, mcpline.server.redis_bus\n"
+        "import sys, mcpline\n"
         "from mcpline import Server\n"
         "Server('x').add_tool(lambda: 1, name='t', description='t')\n"
+        "assert 'mcpline.server.bus' not in sys.modules\n"
+        "import mcpline.server.bus, mcpline.server.redis_bus\n"
         "assert 'redis' not in sys.modules, sorted(m for m in sys.modules if 'redis' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -12,7 +12,6 @@ from ..spec import MODERN_VERSIONS
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
-from .bus import Change, NotificationBus
 from .engine import Engine
 from .eras import ModernEra
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
@@ -21,6 +20,7 @@ from .tools import Tool, make_tool
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
 # server does not pay for them at start-up.
 if TYPE_CHECKING:
+    from .bus import Change, NotificationBus
     from .completion import Completions
     from .prompts import Prompt
     from .resources import Resource, Resources
@@ -393,6 +393,8 @@ class Server:
         """
         self._engine.list_changed(kind)
         if self._bus is not None:
+            from .bus import Change
+
             self._bus.publish(Change("list_changed", kind))
 
     def resource_updated(self, uri: str) -> None:
@@ -401,6 +403,8 @@ class Server:
         here and through the server's bus; safe to call from any thread."""
         self._engine.resource_updated(uri)
         if self._bus is not None:
+            from .bus import Change
+
             self._bus.publish(Change("resource_updated", uri))
 
     def _apply_change(self, change: Change) -> None:
