@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from mcpline import Server
 from mcpline.server.bus import Change, Deliver
 from mcpline.server.redis_bus import RedisBus, RedisNonceLedger, redact
 
-from ..redis_server import RedisServer, free_port
+from ..redis_server import RedisServer, free_port, redis_binary
 
 # --- Change -------------------------------------------------------------------------------
 
@@ -316,6 +317,37 @@ def test_redis_bus_unreachable_is_bounded_and_logged_once(
     assert sum("cannot reach" in m for m in messages) == 1, messages
     assert sum("dropping new ones" in m for m in messages) == 1, messages
     assert not any("secret" in m for m in messages), messages
+
+
+def test_redis_bus_reports_what_it_dropped_once_redis_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    later = RedisServer(redis_binary(), tmp_path, port)
+
+    async def main() -> None:
+        a = RedisBus(later.url, max_pending=2, backoff=(0.02, 0.1), start_wait=0.1)
+        b = RedisBus(later.url, backoff=(0.02, 0.1), start_wait=0.1)
+        got = Inbox()
+        await a.start(Inbox(), "drops")
+        await b.start(got, "drops")
+        for i in range(5):
+            a.publish(Change("resource_updated", f"item://{i}"))
+        assert a.pending == 2
+        await asyncio.get_running_loop().run_in_executor(None, later.start)
+        while not (a.connected and b.connected) or a.pending:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)
+        await a.aclose()
+        await b.aclose()
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcpline.server.bus"):
+            run(main)
+    finally:
+        later.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("3 changes were dropped" in m for m in messages) == 1, messages
 
 
 def test_redis_bus_survives_a_restart_and_resyncs(redis_server: RedisServer) -> None:

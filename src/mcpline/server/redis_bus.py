@@ -12,7 +12,8 @@ and import it only when first used, so a server without them starts as fast as b
 forked workers differ): a bus skips its own messages, since the server has told its own
 peers already. Publishing never blocks: changes wait in a bounded, de-duplicated queue that
 the bus's task sends from the server's loop. While Redis is unreachable the queue keeps at
-most ``max_pending`` distinct changes (the rest are dropped, counted in one warning), the bus
+most ``max_pending`` distinct changes (the rest are dropped: one warning when that starts,
+one with the count once the queue has drained), the bus
 retries with capped, jittered exponential backoff and logs one warning per outage. Pub/sub
 keeps nothing for a subscriber that is away, so after an outage the bus tells its own peers
 that every list may have changed (they fetch again); resource updates published elsewhere
@@ -246,13 +247,7 @@ class RedisBus:
         self._subscribed.set()
         if not after_failure:
             return
-        with self._lock:
-            dropped, self._dropped = self._dropped, 0
-        log.warning(
-            "redis bus: connected to %s again%s",
-            redact(self.url),
-            f" ({dropped} changes were dropped meanwhile)" if dropped else "",
-        )
+        log.warning("redis bus: connected to %s again", redact(self.url))
         for kind in LIST_KINDS:  # what other processes changed meanwhile was not received
             self._hand_over(Change("list_changed", kind))
 
@@ -310,6 +305,10 @@ class RedisBus:
                 except BaseException:
                     self._put_back(change)
                     raise
+            with self._lock:
+                dropped, self._dropped = self._dropped, 0
+            if dropped:
+                log.warning("redis bus: %d changes were dropped (the queue was full)", dropped)
 
     def _take(self) -> Change | None:
         with self._lock:
