@@ -1,8 +1,10 @@
-"""What a running server owns besides its registry: the lifespan hook and the worker threads.
+"""What a running server owns besides its registry: the lifespan hook, the worker threads and
+the notification bus.
 
 `Services.running` enters the user's lifespan hook in the background (``server/discover`` is
 answered at once; other requests `wait_ready` until the hook has been entered, or get -32603
-if it failed) and starts the pool that runs plain ``def`` handlers off the event loop.
+if it failed), starts the pool that runs plain ``def`` handlers off the event loop, and runs
+the server's `NotificationBus` (if it has one) for as long.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError
 from .workers import WorkerPool
+
+if TYPE_CHECKING:
+    from .bus import Deliver, NotificationBus
 
 log = logging.getLogger("mcpline.server")
 
@@ -23,12 +28,21 @@ LifespanHook = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]
 
 
 class Services:
-    """The lifespan hook's state and the worker pool of one server."""
+    """The lifespan hook's state, the worker pool and the bus of one server."""
 
-    def __init__(self, owner: Any, hook: LifespanHook | None, sync_workers: int) -> None:
+    def __init__(
+        self,
+        owner: Any,
+        hook: LifespanHook | None,
+        sync_workers: int,
+        bus: NotificationBus | None = None,
+        deliver: Deliver | None = None,
+    ) -> None:
         self._owner = owner
         self._hook = hook
         self._sync_workers = sync_workers
+        self._bus = bus
+        self._deliver = deliver
         self.value: Any = None
         """What the lifespan hook yielded (``None`` without one, or before it is entered)."""
         self._ready: asyncio.Event | None = None
@@ -52,13 +66,17 @@ class Services:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Enter the lifespan hook in the background and own the worker threads.
+        """Enter the lifespan hook in the background, own the worker threads, run the bus.
 
         Re-entrant: transports that serve one server side by side (in-memory clients, say)
         share one lifespan and one pool, started by the first and stopped by the last."""
         self._users += 1
         if self._users == 1:
-            self._start()
+            try:
+                await self._start()
+            except BaseException:
+                self._users -= 1
+                raise
         try:
             yield
         finally:
@@ -66,7 +84,10 @@ class Services:
             if self._users == 0:
                 await self._stop()
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
+        if self._bus is not None:
+            assert self._deliver is not None
+            await self._bus.start(self._deliver, self._owner.name)
         self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
         self._ready = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -86,6 +107,8 @@ class Services:
                 await asyncio.wait_for(task, 5)
         if self._workers is not None:
             self._workers.shutdown()
+        if self._bus is not None:
+            await self._bus.aclose()
 
     async def _run_hook(self, stop: asyncio.Event) -> None:
         assert self._hook is not None and self._ready is not None

@@ -20,6 +20,7 @@ from .tools import Tool, make_tool
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
 # server does not pay for them at start-up.
 if TYPE_CHECKING:
+    from .bus import Change, NotificationBus
     from .completion import Completions
     from .prompts import Prompt
     from .resources import Resource, Resources
@@ -73,6 +74,8 @@ class Server:
     ``state_single_use=False``; pass a shared `NonceLedger` there for replicas (see
     `mcpline.protocol.state`);
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
+    ``bus`` carries list changes and resource updates to the other processes of this server
+    (see `mcpline.server.bus`); without one they reach this process's peers only.
     The options are kept in `options`.
     """
 
@@ -103,6 +106,7 @@ class Server:
         legacy: bool = True,
         read_ttl_ms: int = 0,
         read_cache_scope: str = "private",
+        bus: NotificationBus | None = None,
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -146,7 +150,8 @@ class Server:
             if isinstance(state_single_use, bool)
             else state_single_use
         )
-        self._services = Services(self, lifespan, sync_workers)
+        self._bus = bus
+        self._services = Services(self, lifespan, sync_workers, bus, self._apply_change)
         sealer = StateSealer(state_key, scope=name, ttl=state_ttl, ledger=ledger)
         """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
         else random per process (states then die with the process)."""
@@ -383,15 +388,31 @@ class Server:
     def list_changed(self, kind: str) -> None:
         """Tell every peer that a list (``tools``, ``prompts``, ``resources``) changed.
 
-        Listens that asked for it (and legacy sessions) are notified; safe from any thread.
+        Listens that asked for it (and legacy sessions) are notified, here and, through the
+        server's bus, in its other processes; safe from any thread.
         """
         self._engine.list_changed(kind)
+        if self._bus is not None:
+            from .bus import Change
+
+            self._bus.publish(Change("list_changed", kind))
 
     def resource_updated(self, uri: str) -> None:
         """Report that ``uri`` changed: ``notifications/resources/updated`` to every listen
-        subscribed to it (or to a parent of it), and to legacy sessions subscribed to it;
-        safe to call from any thread."""
+        subscribed to it (or to a parent of it), and to legacy sessions subscribed to it,
+        here and through the server's bus; safe to call from any thread."""
         self._engine.resource_updated(uri)
+        if self._bus is not None:
+            from .bus import Change
+
+            self._bus.publish(Change("resource_updated", uri))
+
+    def _apply_change(self, change: Change) -> None:
+        """A change another process published: tell this process's peers."""
+        if change.kind == "resource_updated":
+            self._engine.resource_updated(change.value)
+        elif self._offers(change.value):
+            self._engine.list_changed(change.value)
 
     # --- what we advertise ---------------------------------------------------------------
 
