@@ -16,6 +16,7 @@ from .server.content import (
 )
 from .server.context import Context
 from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
+from .server.schema import McpHeader
 from .server.server import Server
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "InputRequest",
     "InputRequired",
     "JsonRpcError",
+    "McpHeader",
     "MissingCapabilityError",
     "PathEscapeError",
     "ResourceNotFoundError",
