@@ -21,6 +21,8 @@ LEGACY_ELICITATION_FROM = "2025-06-18"
 """The first legacy revision with elicitation."""
 LEGACY_URL_ELICITATION_FROM = "2025-11-25"
 """The first legacy revision with URL-mode elicitation."""
+LEGACY_SSE_PRIMING_FROM = "2025-11-25"
+"""The first legacy revision whose HTTP event streams open with a priming event (SEP-1699)."""
 
 # --- _meta keys ------------------------------------------------------------------------------
 
