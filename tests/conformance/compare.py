@@ -134,9 +134,12 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
         f"(`@modelcontextprotocol/conformance@{provision.CONFORMANCE_VERSION}`, server scenarios) "
         "against `mcpline run examples/servers/everything.py --http 127.0.0.1:PORT`, beside the "
         "official Python SDK (`mcp` 2.3.0) serving the same fixture contract "
-        "(`tests/conformance/sdk_fixture.py`). One URL serves both eras in each server. "
-        f"Run on {today} by `tests/conformance/test_server_conformance.py`; regenerate with "
-        "`python -m tests.conformance.compare docs/conformance.md`.",
+        "(`tests/conformance/sdk_fixture.py`). One URL serves both eras in each server.",
+        "",
+        f"Generated on {today} with `python -m tests.conformance.compare docs/conformance.md`; "
+        "`tests/conformance/test_server_conformance.py` runs the same selections, fails on any "
+        "required scenario (or pending 2026-07-28 HTTP scenario) that does not pass, and writes "
+        "this table to `.cache/conformance.md`.",
         "",
         "| selection | mcpline | official SDK |",
         "|---|---|---|",
