@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.server")
 
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The default body limit (or the server's ``max_line_bytes``, when smaller)."""
 ALLOW = b"GET, POST, DELETE"
 CORS_ALLOW_HEADERS = (
     b"content-type, accept, authorization, last-event-id, mcp-protocol-version, "
@@ -56,7 +58,8 @@ class HttpApp:
     endpoint's path appended), named in every 401. Limits: ``max_body_bytes`` (413),
     ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body (408),
     ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of silence on
-    an event stream bring a comment line. Legacy sessions: at most ``max_sessions`` (the
+    an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB, or the
+    server's ``max_line_bytes`` when smaller. Legacy sessions: at most ``max_sessions`` (the
     least recently used idle one makes room), closed after ``session_idle_timeout`` idle
     seconds; each of their streams keeps ``replay_bytes`` for resumption, and tells the
     client to wait ``retry_ms`` before reconnecting.
@@ -71,7 +74,7 @@ class HttpApp:
         allowed_hosts: Iterable[str] = (),
         verify_token: TokenVerifier | None = None,
         resource_metadata: dict[str, Any] | None = None,
-        max_body_bytes: int = 4 * 1024 * 1024,
+        max_body_bytes: int | None = None,
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
@@ -83,6 +86,8 @@ class HttpApp:
     ) -> None:
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
+        if max_body_bytes is None:
+            max_body_bytes = min(DEFAULT_MAX_BODY_BYTES, server.options.max_line_bytes)
         for name, value in (
             ("max_body_bytes", max_body_bytes),
             ("max_header_bytes", max_header_bytes),
@@ -117,6 +122,7 @@ class HttpApp:
         """Called (on the event loop) once `startup` has run."""
         self._stack: contextlib.AsyncExitStack | None = None
         self._expiry: asyncio.Task[None] | None = None
+        self._ending: asyncio.Task[None] | None = None
         self._stopping = False
 
     @property
@@ -140,6 +146,11 @@ class HttpApp:
         self._expiry = asyncio.ensure_future(self.sessions.expire())
         for hook in self.on_startup:
             hook(self)
+
+    def begin_ending(self) -> None:
+        """`end_streams` in the background (from a signal handler, say)."""
+        if self._ending is None:
+            self._ending = asyncio.ensure_future(self.end_streams())
 
     async def end_streams(self) -> None:
         """Take no more requests; end every stream: open listens get their completion
@@ -195,7 +206,7 @@ class HttpApp:
             if kind == "websocket":
                 await send({"type": "websocket.close", "code": 1003})
             return
-        if self._stack is None:
+        if self._stack is None and not self._stopping:
             await self.startup()  # mounted without lifespan events: start on first use
         await self._http(scope, receive, send)
 

@@ -1,10 +1,11 @@
 """The HTTP header rules of MCP's Streamable HTTP binding, as pure functions.
 
 Header names are compared in any case (ASGI servers hand them over in lower case), values
-exactly, after trimming optional whitespace (RFC 9110 §5.5). ``Mcp-Name`` and ``Mcp-Param-*``
-values may come as the Base64 sentinel ``=?base64?…?=``, decoded strictly (the alphabet and
-the padding are checked). `mirror_problem` says what is wrong with the mirrored headers of a
-2026-07-28 request; `status_for` maps a JSON-RPC error code to the HTTP status of its reply.
+exactly, after trimming optional whitespace (RFC 9110, section 5.5). ``Mcp-Name`` and
+``Mcp-Param-*`` values may come as the Base64 sentinel ``=?base64?…?=``, decoded strictly (the
+alphabet and the padding are checked). `mirror_problem` says what is wrong with the mirrored
+headers of a 2026-07-28 request; `status_for` maps a JSON-RPC error code to the HTTP status of
+its reply.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class Headers:
         """Bytes of the header block, roughly as sent (name, ``: ``, value, CRLF)."""
 
     def get(self, name: str) -> str | None:
-        """The value of ``name`` with repeated fields joined by commas (RFC 9110 §5.3)."""
+        """The value of ``name`` with repeated fields joined by commas (RFC 9110, section 5.3)."""
         found = self._values.get(name)
         return None if found is None else ", ".join(found)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import secrets
 import threading
 from collections import OrderedDict, deque
@@ -35,17 +36,31 @@ from .modern import HttpBinding, run_hooks
 if TYPE_CHECKING:
     from .app import HttpApp
 
+log = logging.getLogger("mcpline.server")
+
 STANDALONE = 0
 """The number of a session's own (GET) stream."""
 KEPT_STREAMS = 16
-"""Finished request streams a session keeps for resumption (the oldest go first)."""
+"""Unread finished request streams a session keeps for resumption (the oldest go first)."""
+KEPT_FACTOR = 4
+"""...and at most this many times ``replay_bytes`` of them in all."""
 
 
 class SessionStream:
     """The events of one request POST (or of the session's GET stream), kept for resumption:
     at most ``keep_bytes`` of them, the newest."""
 
-    __slots__ = ("number", "seq", "history", "kept", "keep_bytes", "outbox", "finished", "reply")
+    __slots__ = (
+        "number",
+        "seq",
+        "history",
+        "kept",
+        "keep_bytes",
+        "outbox",
+        "finished",
+        "reply",
+        "read",
+    )
 
     def __init__(self, number: int, keep_bytes: int) -> None:
         self.number = number
@@ -57,6 +72,9 @@ class SessionStream:
         """The response writing this stream now, if any."""
         self.finished = False
         self.reply: bytes | None = None
+        self.read = number != STANDALONE
+        """Whether events are kept: a request's always, the session's own stream's once a
+        GET has read it (nobody could resume it before)."""
 
     def event_id(self, seq: int) -> str:
         return f"{self.number}.{seq}"
@@ -64,10 +82,11 @@ class SessionStream:
     def put(self, data: bytes, kind: Kind) -> bool:
         """Record one message and write it if a response is attached."""
         self.seq += 1
-        self.history.append((self.seq, data, kind))
-        self.kept += len(data)
-        while self.kept > self.keep_bytes and len(self.history) > 1:
-            self.kept -= len(self.history.popleft()[1])
+        if self.read:
+            self.history.append((self.seq, data, kind))
+            self.kept += len(data)
+            while self.kept > self.keep_bytes and len(self.history) > 1:
+                self.kept -= len(self.history.popleft()[1])
         if kind is Kind.REPLY:
             self.reply = data
         if self.outbox is not None:
@@ -80,6 +99,7 @@ class SessionStream:
             if seq > after:
                 outbox.put(data, kind, self.event_id(seq))
         self.outbox = outbox
+        self.read = True
         if self.finished:
             outbox.close()
 
@@ -147,6 +167,7 @@ class Session:
             stream = self._of.pop(exchange, None)
             if stream is not None:
                 stream.finish()
+                self._prune()
             self.touch()
 
     # --- requests and streams -------------------------------------------------------------
@@ -157,10 +178,25 @@ class Session:
         self.streams[number] = stream
         self._of[exchange] = stream
         self.inflight[exchange.id] = exchange
-        finished = [n for n, s in self.streams.items() if s.finished and s.outbox is None]
-        for n in finished[: max(0, len(finished) - KEPT_STREAMS)]:
-            del self.streams[n]
+        self._prune()
         return stream
+
+    def forget(self, stream: SessionStream) -> None:
+        """A stream read to its end: nothing of it will be asked for again."""
+        if self.streams.get(stream.number) is stream:
+            del self.streams[stream.number]
+
+    def _prune(self) -> None:
+        """Drop the oldest unread finished streams past `KEPT_STREAMS` or the byte bound."""
+        done = [s for s in self.streams.values() if s.finished and s.outbox is None]
+        total = sum(s.kept for s in done)
+        limit = KEPT_FACTOR * self._app.replay_bytes
+        for stream in done:
+            if len(done) <= KEPT_STREAMS and total <= limit:
+                break
+            del self.streams[stream.number]
+            done = done[1:]
+            total -= stream.kept
 
     def stream(self, number: int) -> SessionStream | None:
         return self.standalone if number == STANDALONE else self.streams.get(number)
@@ -197,15 +233,13 @@ class Sessions:
         self.idle_timeout = idle_timeout
         self.open: dict[str, Session] = {}
 
-    def new(self, principal: Any) -> Session:
+    async def new(self, principal: Any) -> Session:
         """A candidate session (kept by `keep` once its initialize is accepted)."""
         if len(self.open) >= self.limit:
             idle = [s for s in self.open.values() if not s.busy()]
             if not idle:
                 raise SessionsFull
-            victim = min(idle, key=lambda s: s.last_active)
-            self.drop(victim)
-            asyncio.ensure_future(victim.close())
+            await self.end(min(idle, key=lambda s: s.last_active))
         session = Session(self._app, secrets.token_urlsafe(32), principal)
         self._app.engine.peers.add(session)
         return session
@@ -230,7 +264,10 @@ class Sessions:
             now = loop.time()
             for session in list(self.open.values()):
                 if not session.busy() and now - session.last_active > self.idle_timeout:
-                    await self.end(session)
+                    try:
+                        await self.end(session)
+                    except Exception:
+                        log.exception("closing the idle session %s failed", session.name)
 
     async def close_all(self) -> None:
         for session in list(self.open.values()):
@@ -298,7 +335,7 @@ async def post(
         and (named is None or named not in app.sessions.open)
     ):
         try:
-            session = app.sessions.new(principal)
+            session = await app.sessions.new(principal)
         except SessionsFull:
             why = f"Server busy: all {app.sessions.limit} sessions are in use"
             await respond.error(send, 503, INTERNAL_ERROR, why, message.id, extra)
@@ -361,6 +398,7 @@ async def _request(
     if session.version is not None:
         extra = [*extra, (SESSION_ID.encode(), session.id.encode())]
     if not exchange.open and stream.reply is not None and stream.seq == 1:
+        session.forget(stream)
         await respond.reply(send, stream.reply, extra, mapped=False)
         return
     await _stream(app, session, stream, 0, receive, send, extra, prime=True)
@@ -395,7 +433,9 @@ async def _stream(
     stream.attach(outbox, after)
     try:
         async with respond.watching(receive, disconnected):
-            await respond.stream(send, outbox, app.keepalive, gone)
+            ended = await respond.stream(send, outbox, app.keepalive, gone)
+        if ended and stream.finished and not outbox.aborted:
+            session.forget(stream)
     finally:
         if stream.outbox is outbox:
             stream.detach()
@@ -408,9 +448,8 @@ async def get(
     """The session's own stream, or the rest of a stream named by ``Last-Event-ID``."""
     extra = app.cors(headers)
     if not accepts(headers.get("accept"), "text/event-stream"):
-        await respond.error(
-            send, 406, INVALID_REQUEST, "Not Acceptable: GET needs Accept: text/event-stream"
-        )
+        why = "Not Acceptable: GET needs Accept: text/event-stream"
+        await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
         return
     session = await find(app, headers, principal, send, None)
     if session is None:

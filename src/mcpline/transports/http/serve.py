@@ -146,7 +146,7 @@ def end_streams_on_signals(app: HttpApp) -> None:
             continue
 
         def handler(signum: int, frame: Any, previous: Callable[..., Any] = previous) -> None:
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(app.end_streams()))
+            loop.call_soon_threadsafe(app.begin_ending)
             previous(signum, frame)
 
         signal.signal(sig, handler)
