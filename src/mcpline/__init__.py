@@ -16,7 +16,6 @@ from .server.content import (
 )
 from .server.context import Context
 from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
-from .server.schema import McpHeader
 from .server.server import Server
 
 if TYPE_CHECKING:
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from .server.completion import Completion
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
+    from .server.schema import McpHeader
 
 __version__ = "0.1.0"
 
@@ -63,6 +63,7 @@ _LAZY = {
     "Client": ".client",
     "UriTemplate": ".protocol.uritemplate",
     "Completion": ".server.completion",
+    "McpHeader": ".server.schema",
     "assistant": ".server.prompts",
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",
