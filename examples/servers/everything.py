@@ -1,4 +1,5 @@
-"""The conformance suite's "everything" server, over stdio: `python examples/servers/everything.py`.
+"""The conformance suite's "everything" server: `python examples/servers/everything.py` (stdio)
+or `mcpline run examples/servers/everything.py --http 127.0.0.1:8000` (Streamable HTTP).
 
 Same tools, resources, templates, prompts and completions as the official fixture
 (``examples/servers/typescript/everything-server.ts`` in modelcontextprotocol/conformance),
@@ -17,6 +18,7 @@ from mcpline import (
     Context,
     InputRequest,
     InputRequired,
+    McpHeader,
     Server,
     ToolError,
     ToolResult,
@@ -130,8 +132,12 @@ def test_error_handling() -> ToolResult:
     ),
     input_schema=NO_ARGS,
 )
-def test_reconnection() -> str:
-    # stdio has no stream to drop: the result simply arrives.
+async def test_reconnection(ctx: Context) -> str:
+    # In a legacy HTTP session the stream ends here and the result is replayed when the
+    # client reconnects with Last-Event-ID; elsewhere the result simply arrives.
+    await asyncio.sleep(0.1)
+    ctx.close_sse_stream()
+    await asyncio.sleep(0.3)
     return (
         "Reconnection test completed successfully. If you received this, the client properly "
         "reconnected after stream closure."
@@ -293,6 +299,13 @@ JSON_SCHEMA_2020_12: dict[str, Any] = {
 )
 def json_schema_2020_12_tool(**arguments: Any) -> str:
     return "JSON Schema 2020-12 tool called with: " + json.dumps(arguments, separators=(",", ":"))
+
+
+@server.tool(description="Echoes its region, which HTTP clients mirror as Mcp-Param-Region")
+def test_header_param(
+    region: Annotated[str, McpHeader("Region"), "The region (the Mcp-Param-Region header)"],
+) -> str:
+    return f"region={region}"
 
 
 @server.tool(description="Test tool requiring sampling", input_schema=NO_ARGS)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
+    from .server.schema import McpHeader
     from .server.server import Server
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "InputRequest",
     "InputRequired",
     "JsonRpcError",
+    "McpHeader",
     "MissingCapabilityError",
     "PathEscapeError",
     "ProtocolError",
@@ -103,6 +105,7 @@ _LAZY = {
     "list_roots": ".server.mrtr",
     "sample": ".server.mrtr",
     "Completion": ".server.completion",
+    "McpHeader": ".server.schema",
     "assistant": ".server.prompts",
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",

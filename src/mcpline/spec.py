@@ -21,6 +21,8 @@ LEGACY_ELICITATION_FROM = "2025-06-18"
 """The first legacy revision with elicitation."""
 LEGACY_URL_ELICITATION_FROM = "2025-11-25"
 """The first legacy revision with URL-mode elicitation."""
+LEGACY_SSE_PRIMING_FROM = "2025-11-25"
+"""The first legacy revision whose HTTP event streams open with a priming event (SEP-1699)."""
 
 # --- _meta keys ------------------------------------------------------------------------------
 
@@ -189,6 +191,7 @@ __all__ = [
     "LEGACY_ELICITATION_FROM",
     "LEGACY_ONLY_METHODS",
     "LEGACY_RESOURCE_NOT_FOUND",
+    "LEGACY_SSE_PRIMING_FROM",
     "LEGACY_URL_ELICITATION_FROM",
     "LEGACY_VERSIONS",
     "LIST_CHANGED",

@@ -1,9 +1,11 @@
-"""``mcpline run FILE[:OBJECT] [--listen ADDRESS]``: serve a server defined in a Python file."""
+"""``mcpline run FILE[:OBJECT] [--listen ADDRESS | --http HOST:PORT]``: serve a server defined
+in a Python file."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,30 @@ def register(sub: Any) -> None:
         metavar="ADDRESS",
         default="stdio",
         help="stdio (default), unix:/path/to.sock or tcp:HOST:PORT",
+    )
+    h = p.add_argument_group("Streamable HTTP (see docs/http.md; needs mcpline[http])")
+    h.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve MCP over HTTP at http://HOST:PORT/mcp (a bare PORT binds 127.0.0.1)",
+    )
+    h.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="--http: N worker processes, each importing FILE (needs $MCPLINE_STATE_KEY)",
+    )
+    h.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="--http: a browser origin to accept, e.g. http://localhost:6274 (repeatable)",
+    )
+    h.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="--http: a Host header name to accept besides loopback names (repeatable)",
     )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
@@ -131,7 +157,50 @@ def _usage(message: str) -> None:
     raise SystemExit(2)
 
 
+def http_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `HttpApp` options given on the command line; SystemExit(2) on bad ones."""
+    options: dict[str, Any] = {}
+    if args.allow_origin:
+        options["allowed_origins"] = list(args.allow_origin)
+    if args.allow_host:
+        options["allowed_hosts"] = list(args.allow_host)
+    return options
+
+
+def run_http(args: argparse.Namespace) -> int:
+    from ..transports.http.serve import HttpError, parse_bind, serve, serve_workers
+
+    if args.listen != "stdio":
+        _usage("--http and --listen exclude each other")
+    wrong = [n for n in SOCKET_OPTIONS if getattr(args, n) not in (None, False)]
+    if wrong:
+        _usage(", ".join("--" + n.replace("_", "-") for n in wrong) + ": not for --http")
+    workers = 1 if args.workers is None else args.workers
+    if workers < 1:
+        _usage("--workers must be at least 1")
+    options = http_options(args)
+    # As on stdio, stdout carries nothing but what the server is for (here: nothing):
+    # print() and banners of the file, imported next, land on stderr with the logs.
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        host, port = parse_bind(args.http)
+        if workers > 1:
+            serve_workers(args.target, host, port, workers, **options)
+        else:
+            serve(load_server(args.target), host, port, **options)
+    except HttpError as exc:
+        print(f"mcpline run: {exc}", file=sys.stderr, flush=True)
+        return 2
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.http is not None:
+        return run_http(args)
+    if args.workers is not None or args.allow_origin or args.allow_host:
+        _usage("--workers, --allow-origin and --allow-host are for --http")
     options = socket_options(args)
     if args.listen == "stdio":
         # Claim stdout before user code is imported, so that import-time prints and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -69,12 +70,18 @@ def _invalid(message: str, supported: tuple[str, ...]) -> JsonRpcError:
     return JsonRpcError(INVALID_PARAMS, message, {"supported": list(supported)})
 
 
-def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMeta:
+def validate_request_meta(
+    params: Any,
+    supported: tuple[str, ...],
+    check_version: Callable[[str], None] | None = None,
+) -> RequestMeta:
     """Check the required per-request keys, in the order the spec's pipeline applies them.
 
     Raises `JsonRpcError` with -32602 for missing or ill-typed keys (naming the versions we
     speak, so that a legacy client learns what to do) and -32022 for a version we do not
-    serve.
+    serve. ``check_version`` (a transport's own copy of the version, such as HTTP's
+    ``MCP-Protocol-Version``) sees the version once the required keys are well formed and
+    before it is judged, so its mismatch error comes first.
     """
     if params is MISSING:
         raise _invalid(
@@ -102,6 +109,8 @@ def validate_request_meta(params: Any, supported: tuple[str, ...]) -> RequestMet
         raise _invalid(f"Invalid params: _meta lacks {CLIENT_CAPABILITIES_KEY}", supported)
     if type(caps) is not dict:
         raise _invalid(f"Invalid params: {CLIENT_CAPABILITIES_KEY} must be an object", supported)
+    if check_version is not None:
+        check_version(version)
     if version not in supported:
         raise JsonRpcError(
             UNSUPPORTED_PROTOCOL_VERSION,

@@ -107,3 +107,12 @@ class NotificationBus(Protocol):
     async def aclose(self) -> None:
         """Stop receiving and release the transport; `start` may be called again."""
         ...
+
+
+__all__ = [
+    "Change",
+    "ChangeKind",
+    "Deliver",
+    "LIST_KINDS",
+    "NotificationBus",
+]

@@ -88,6 +88,21 @@ class Context:
         """What the server's lifespan hook yielded (``None`` without one)."""
         return self._host.lifespan
 
+    @property
+    def principal(self) -> Any:
+        """Who sent this request, as the transport's token check said: over HTTP, what
+        ``verify_token`` returned for its bearer token; ``None`` elsewhere."""
+        binding = self._exchange.binding
+        return None if binding is None else binding.principal
+
+    def close_sse_stream(self) -> None:
+        """End the HTTP event stream of this request now, before its result, in a legacy
+        (2025-11-25) HTTP session: the client reconnects with ``Last-Event-ID`` and gets the
+        rest. Does nothing elsewhere (stdio, sockets, modern requests)."""
+        binding = self._exchange.binding
+        if binding is not None:
+            self._call(binding.close_stream)
+
     def has_capability(self, path: str) -> bool:
         """Whether this request declared a client capability, e.g. ``"sampling"``."""
         return has_capability(self.client_capabilities, path)

@@ -97,17 +97,44 @@ class Peer(Protocol):
         ...
 
 
+class Binding(Protocol):
+    """What a transport that carries request metadata of its own (HTTP headers) adds to one
+    request: its checks against the body, the caller it authenticated, its stream."""
+
+    modern_only: bool
+    """The transport already chose the modern era for this request: no other era claims it."""
+    principal: Any
+    """What the transport's authentication returned for the caller (``ctx.principal``)."""
+
+    def check_version(self, version: str) -> None:
+        """Raise `mcpline.errors.JsonRpcError` when the transport's protocol version disagrees
+        with ``_meta``'s (called once ``_meta`` is well formed, before its version is judged)."""
+        ...
+
+    def check_request(self, request: Request) -> None:
+        """Raise `mcpline.errors.JsonRpcError` when the transport's metadata disagrees with
+        the body (called after the ``_meta`` checks, before the method is looked up)."""
+        ...
+
+    def close_stream(self) -> None:
+        """End the stream carrying this request's messages before its response, where the
+        transport can resume it later (a legacy HTTP session); otherwise nothing."""
+        ...
+
+
 class Exchange:
     """One request and everything written for it: the engine's per-request record."""
 
-    __slots__ = ("request", "peer", "phase", "ctx", "task")
+    __slots__ = ("request", "peer", "phase", "ctx", "task", "binding")
 
-    def __init__(self, request: Request, peer: Peer) -> None:
+    def __init__(self, request: Request, peer: Peer, binding: Binding | None = None) -> None:
         self.request = request
         self.peer = peer
         self.phase = Phase.QUEUED
         self.ctx: Context | None = None
         self.task: asyncio.Task[None] | None = None
+        self.binding = binding
+        """The transport's own view of the request (None on stdio and sockets)."""
 
     @property
     def id(self) -> RequestId:
@@ -198,8 +225,14 @@ class Engine:
     # --- requests ------------------------------------------------------------------------
 
     def route(self, exchange: Exchange) -> Routed:
-        """Modern ``_meta`` first; otherwise each other era may claim the request."""
-        if self.others and not has_modern_meta(exchange.request.params):
+        """Modern ``_meta`` first (or a transport that chose the modern era); otherwise each
+        other era may claim the request."""
+        binding = exchange.binding
+        if (
+            self.others
+            and not has_modern_meta(exchange.request.params)
+            and not (binding is not None and binding.modern_only)
+        ):
             for era in self.others:
                 routed = era.route(exchange)
                 if routed is not None:
@@ -290,6 +323,7 @@ class Engine:
 
 
 __all__ = [
+    "Binding",
     "Engine",
     "Exchange",
     "FINAL",

@@ -84,7 +84,12 @@ class ModernEra:
     def route(self, exchange: Exchange) -> Routed:
         req = exchange.request
         d = self._dispatch
-        meta = validate_request_meta(req.params, d.supported_versions)
+        binding = exchange.binding
+        if binding is None:
+            meta = validate_request_meta(req.params, d.supported_versions)
+        else:
+            meta = validate_request_meta(req.params, d.supported_versions, binding.check_version)
+            binding.check_request(req)
         method = d.modern_method(req.method)
         ctx = Context(exchange, meta, d)
         params = req.params if type(req.params) is dict else {}

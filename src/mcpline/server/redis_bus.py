@@ -405,3 +405,12 @@ class RedisNonceLedger:
             log.warning("nonce ledger: %s answers again", redact(self.url))
             self._failing = False
         return claimed
+
+
+__all__ = [
+    "DEFAULT_URL",
+    "READ_POLL",
+    "redact",
+    "RedisBus",
+    "RedisNonceLedger",
+]

@@ -32,6 +32,24 @@ class SchemaError(ValueError):
     """A schema that cannot be used: wrong root, unknown dialect, too large or invalid."""
 
 
+class McpHeader:
+    """Mirror a tool parameter into the HTTP header ``Mcp-Param-{name}``:
+    ``region: Annotated[str, McpHeader("Region")]`` (``str``, ``int`` or ``bool`` only).
+
+    It becomes the parameter's ``x-mcp-header`` annotation; HTTP clients then send the value
+    in that header too, for intermediaries that route on it, and the server checks that both
+    agree. Never mark secrets: headers are visible to every intermediary.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"McpHeader({self.name!r})"
+
+
 def _dialect_class(schema: dict[str, Any]) -> str:
     uri = schema.get("$schema")
     if uri is None:
@@ -173,6 +191,8 @@ def _annotate(tp: Any, description: str | None) -> Any:
                 extras.append(msgspec.Meta(description=m))
             elif isinstance(m, msgspec.Meta):
                 extras.append(m)
+            elif isinstance(m, McpHeader):
+                extras.append(msgspec.Meta(extra_json_schema={"x-mcp-header": m.name}))
         tp = base
         if any(m.description for m in extras if isinstance(m, msgspec.Meta)):
             description = None
@@ -295,3 +315,22 @@ def to_json(value: Any) -> Any:
 def dumps_text(value: Any) -> str:
     """Compact JSON text of a JSON value."""
     return msgspec.json.encode(value).decode()
+
+
+__all__ = [
+    "check_bounds",
+    "check_schema",
+    "check_tool_input_schema",
+    "DIALECTS",
+    "dumps_text",
+    "MAX_REPORTED_ERRORS",
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_NODES",
+    "McpHeader",
+    "output_schema_for",
+    "SchemaError",
+    "Signature",
+    "split_docstring",
+    "to_json",
+    "Validator",
+]

@@ -20,6 +20,7 @@ from .tools import Tool, make_tool
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
 # server does not pay for them at start-up.
 if TYPE_CHECKING:
+    from ..transports.http import HttpApp
     from .bus import Change, NotificationBus
     from .completion import Completions
     from .prompts import Prompt
@@ -474,9 +475,20 @@ class Server:
         """Run blocking code on one of the server's worker threads."""
         return await self._services.submit(fn)
 
+    def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
+        """This server as an ASGI 3 application serving MCP over Streamable HTTP at ``path``
+        (mount it in any ASGI server or framework). ``options`` are those of
+        `mcpline.transports.http.HttpApp`: ``allowed_origins``, ``allowed_hosts``,
+        ``verify_token``, ``resource_metadata``, size and time limits. See docs/http.md."""
+        from ..transports.http import HttpApp
+
+        return HttpApp(self, path, **options)
+
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
-        ``"unix:/path"`` or ``"tcp:HOST:PORT"``.
+        ``"unix:/path"``, ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT"`` (Streamable HTTP
+        at ``/mcp`` with uvicorn, from the ``mcpline[http]`` extra; ``options`` go to
+        `http_app`).
 
         On stdio, ``run()`` takes stdout for the protocol and points ``print()`` at stderr. It
         cannot recall what was printed before it was called: a ``print()`` at import time or
@@ -487,7 +499,18 @@ class Server:
             from ..transports.stdio import serve_stdio
 
             serve_stdio(self, **options)
+        elif transport.startswith("http://"):
+            from ..transports.http.serve import serve_url
+
+            serve_url(self, transport, **options)
         else:
             from ..transports.sockets import serve_address
 
             serve_address(self, transport, **options)
+
+
+__all__ = [
+    "F",
+    "Server",
+    "ServerOptions",
+]

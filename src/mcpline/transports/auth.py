@@ -140,3 +140,12 @@ def write_token_file(host: str, port: int, token: str) -> Path:
 
 def _why(exc: BaseException) -> str:
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+__all__ = [
+    "Gate",
+    "MAX_FIRST_LINE",
+    "new_token",
+    "Verdict",
+    "write_token_file",
+]

@@ -348,3 +348,13 @@ def serve_address(server: Server, address: str, **options: Any) -> None:
     except ListenError as exc:
         print(f"mcpline: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
+
+
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_CONNECTIONS",
+    "ListenError",
+    "serve_address",
+    "serve_socket",
+    "SOCKET_MAX_LINE_BYTES",
+]

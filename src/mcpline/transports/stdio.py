@@ -387,3 +387,19 @@ def run_loop(coro: Any, use_uvloop: bool | None = None) -> Any:
         finally:
             asyncio.set_event_loop(None)
             loop.close()
+
+
+__all__ = [
+    "claim_stdio",
+    "configure_logging",
+    "Controls",
+    "EXIT_JOIN_TIMEOUT",
+    "open_reader",
+    "pollable",
+    "READ_CHUNK",
+    "run_loop",
+    "serve_fds",
+    "serve_stdio",
+    "watch_parent",
+    "Writer",
+]

@@ -1,0 +1,453 @@
+"""The ASGI 3 application of one `mcpline.Server`: its MCP endpoint over Streamable HTTP.
+
+Every request is checked in this order: the header block's size (431), ``Origin`` (403),
+``Host`` (421), the HTTP method (405), the bearer token when a verifier is set (401); a POST
+then its ``Content-Type`` (415), ``Accept`` (406) and body (413 too large, 408 too slow,
+400 not JSON-RPC). Then the era is decided per request: an ``MCP-Protocol-Version`` that is
+not a legacy revision, or modern ``_meta`` on a request without a session, is 2026-07-28
+(`mcpline.transports.http.modern`); everything else belongs to a legacy session
+(`mcpline.transports.http.legacy`). GET and DELETE exist only for legacy sessions (405
+otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ... import jsonrpc
+from ...jsonrpc import Invalid, Notification, Request, Response
+from ...protocol.meta import has_modern_meta
+from ...spec import INTERNAL_ERROR, INVALID_REQUEST
+from ...wire import encode
+from . import legacy, modern, respond
+from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, accepts, is_json, is_modern_version
+from .legacy import Sessions
+from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, challenge, verify
+from .security import check_metadata as _check_metadata
+
+if TYPE_CHECKING:
+    from ...server.engine import Engine
+    from ...server.server import Server
+    from .modern import PostPeer
+
+log = logging.getLogger("mcpline.server")
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+"""The default body limit (or the server's ``max_line_bytes``, when smaller)."""
+ALLOW = b"GET, POST, DELETE"
+CORS_ALLOW_HEADERS = (
+    b"content-type, accept, authorization, last-event-id, mcp-protocol-version, "
+    b"mcp-session-id, mcp-method, mcp-name"
+)
+CORS_EXPOSE = b"mcp-session-id, www-authenticate"
+
+
+class HttpApp:
+    """An ASGI application serving ``server`` at ``path`` (see ``docs/http.md``).
+
+    ``allowed_origins``: browser origins allowed besides the endpoint's own on a loopback
+    bind (``"*"`` allows any); ``allowed_hosts``: ``Host`` names accepted besides loopback
+    names on a loopback bind (and the only ones elsewhere, when given);
+    ``verify_token(token) -> principal | None`` (sync or async) requires a bearer token,
+    and handlers see the principal as ``ctx.principal``; ``resource_metadata`` is the RFC
+    9728 document served at ``/.well-known/oauth-protected-resource`` (and with the
+    endpoint's path appended), named in every 401. Limits: ``max_body_bytes`` (413),
+    ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body (408),
+    ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of silence on
+    an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB, or the
+    server's ``max_line_bytes`` when smaller. Legacy sessions: at most ``max_sessions`` (the
+    least recently used idle one makes room), closed after ``session_idle_timeout`` idle
+    seconds; each of their streams keeps ``replay_bytes`` for resumption, and tells the
+    client to wait ``retry_ms`` before reconnecting.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        path: str = "/mcp",
+        *,
+        allowed_origins: Iterable[str] = (),
+        allowed_hosts: Iterable[str] = (),
+        verify_token: TokenVerifier | None = None,
+        resource_metadata: dict[str, Any] | None = None,
+        max_body_bytes: int | None = None,
+        max_header_bytes: int = 16 * 1024,
+        body_timeout: float = 30.0,
+        max_requests: int = 1024,
+        keepalive: float | None = 15.0,
+        max_sessions: int = 1024,
+        session_idle_timeout: float = 1800.0,
+        replay_bytes: int = 1024 * 1024,
+        retry_ms: int = 1000,
+    ) -> None:
+        if not path.startswith("/"):
+            raise ValueError("path must start with '/'")
+        if max_body_bytes is None:
+            max_body_bytes = min(DEFAULT_MAX_BODY_BYTES, server.options.max_line_bytes)
+        for name, value in (
+            ("max_body_bytes", max_body_bytes),
+            ("max_header_bytes", max_header_bytes),
+            ("max_requests", max_requests),
+            ("max_sessions", max_sessions),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be positive")
+        if body_timeout <= 0 or session_idle_timeout <= 0 or (keepalive or 1) <= 0:
+            raise ValueError("timeouts and intervals must be positive")
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self.gate = Gatekeeper(allowed_origins, allowed_hosts)
+        self.verify_token = verify_token
+        self.resource_metadata = (
+            None if resource_metadata is None else _check_metadata(resource_metadata)
+        )
+        self.max_body_bytes = max_body_bytes
+        self.max_header_bytes = max_header_bytes
+        self.body_timeout = body_timeout
+        self.max_requests = max_requests
+        self.keepalive = keepalive
+        self.replay_bytes = replay_bytes
+        self.retry_ms = retry_ms
+        self.legacy = bool(server._engine.others)
+        """Whether the server serves legacy (initialize) sessions (`Server(legacy=...)`)."""
+        self.sessions = Sessions(self, max_sessions, session_idle_timeout)
+        self.posts: set[PostPeer] = set()
+        self.in_progress = 0
+        """POSTs being answered now (what ``max_requests`` bounds)."""
+        self.on_startup: list[Callable[[HttpApp], None]] = []
+        """Called (on the event loop) once `startup` has run."""
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._expiry: asyncio.Task[None] | None = None
+        self._ending: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def engine(self) -> Engine:
+        return self.server._engine
+
+    def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
+        """The ``x-mcp-header`` parameters of a tool (none for an unknown one)."""
+        found = self.server._tools.get(tool)
+        return () if found is None else found.header_params
+
+    # --- start and stop --------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        """Enter the server's lifespan hook and worker threads; start expiring sessions."""
+        if self._stack is not None:
+            return
+        stack = contextlib.AsyncExitStack()
+        self._stack = stack
+        await stack.enter_async_context(self.server._services.running())
+        self._expiry = asyncio.ensure_future(self.sessions.expire())
+        for hook in self.on_startup:
+            hook(self)
+
+    def begin_ending(self) -> None:
+        """`end_streams` in the background (from a signal handler, say)."""
+        if self._ending is None:
+            self._ending = asyncio.ensure_future(self.end_streams())
+
+    async def end_streams(self) -> None:
+        """Take no more requests; end every stream: open listens get their completion
+        result, legacy sessions close."""
+        self._stopping = True
+        if self._expiry is not None:
+            self._expiry.cancel()
+        for peer in list(self.posts):
+            await peer.close()
+        await self.sessions.close_all()
+
+    async def shutdown(self) -> None:
+        """`end_streams`, let requests in flight finish for the server's ``shutdown_grace``,
+        cancel the rest, then leave the lifespan hook."""
+        await self.end_streams()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.server.options.shutdown_grace
+        while self.posts and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        for peer in list(self.posts):
+            if peer.exchange is not None:
+                peer.exchange.cancel()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _lifespan(self, receive: respond.Receive, send: respond.Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    log.exception("startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # --- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(
+        self, scope: dict[str, Any], receive: respond.Receive, send: respond.Send
+    ) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            if kind == "websocket":
+                await send({"type": "websocket.close", "code": 1003})
+            return
+        if self._stack is None and not self._stopping:
+            await self.startup()  # mounted without lifespan events: start on first use
+        await self._http(scope, receive, send)
+
+    def cors(self, headers: Headers) -> list[tuple[bytes, bytes]]:
+        """The CORS headers of a response to a request from an accepted ``Origin``."""
+        origin = headers.get("origin")
+        if origin is None:
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", CORS_EXPOSE),
+            (b"vary", b"origin"),
+        ]
+
+    def _route(self, scope: dict[str, Any]) -> str:
+        path: str = scope.get("path", "")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        return path.rstrip("/") or "/"
+
+    async def _http(
+        self, scope: dict[str, Any], receive: respond.Receive, send: respond.Send
+    ) -> None:
+        route = self._route(scope)
+        method = scope["method"]
+        if route in (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else "")):
+            await self._metadata(method, send)
+            return
+        if route != self.path:
+            await respond.start(send, 404, [(b"content-type", b"text/plain")])
+            await respond.body(send, b"Not Found")
+            return
+        headers = Headers(scope.get("headers", ()))
+        if headers.size > self.max_header_bytes:
+            why = f"Request Header Fields Too Large: over {self.max_header_bytes} bytes"
+            await respond.error(send, 431, INVALID_REQUEST, why)
+            return
+        bound = _bound(scope)
+        origin = headers.get("origin")
+        if origin is not None and not self.gate.origin_allowed(origin, bound):
+            why = f"Forbidden: Origin {origin[:80]!r} is not allowed (see allowed_origins)"
+            await respond.error(send, 403, INVALID_REQUEST, why)
+            return
+        if not self.gate.host_allowed(headers.get("host"), bound):
+            host = (headers.get("host") or "")[:80]
+            why = f"Misdirected Request: Host {host!r} is not served here (see allowed_hosts)"
+            await respond.error(send, 421, INVALID_REQUEST, why)
+            return
+        if method == "OPTIONS":
+            await self._preflight(headers, send)
+            return
+        extra = self.cors(headers)
+        if method not in ("GET", "POST", "DELETE"):
+            await self._not_allowed(send, extra)
+            return
+        principal = None
+        if self.verify_token is not None:
+            token = bearer_token(headers.get("authorization"))
+            principal = None if token is None else await self._principal(token)
+            if principal is None:
+                error = None if token is None else "invalid_token"
+                why = "Unauthorized: " + (
+                    "a bearer token is required" if token is None else "the token was refused"
+                )
+                www = challenge(self.resource_metadata, error).encode("latin-1")
+                await respond.error(
+                    send, 401, INVALID_REQUEST, why, None, [(b"www-authenticate", www), *extra]
+                )
+                return
+        if method == "POST":
+            await self._post(headers, principal, receive, send, extra)
+        elif not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
+            await self._not_allowed(send, extra, b"POST")
+        elif SESSION_ID not in headers:
+            await self._not_allowed(send, extra)
+        elif method == "GET":
+            await legacy.get(self, headers, principal, receive, send)
+        else:
+            await legacy.delete(self, headers, principal, send)
+
+    async def _principal(self, token: str) -> Any:
+        assert self.verify_token is not None
+        try:
+            return await verify(self.verify_token, token)
+        except Exception:
+            log.exception("verify_token raised; the request is refused")
+            return None
+
+    async def _post(
+        self,
+        headers: Headers,
+        principal: Any,
+        receive: respond.Receive,
+        send: respond.Send,
+        extra: list[tuple[bytes, bytes]],
+    ) -> None:
+        if not is_json(headers.get("content-type")):
+            why = "Unsupported Media Type: the body must be Content-Type: application/json"
+            await respond.error(send, 415, INVALID_REQUEST, why, None, extra)
+            return
+        accept = headers.get("accept")
+        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
+            why = "Not Acceptable: Accept must list application/json and text/event-stream"
+            await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
+            return
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            await self._too_large(send, extra)
+            return
+        try:
+            data = await respond.read_body(receive, self.max_body_bytes, self.body_timeout)
+        except respond.BodyTooLarge:
+            await self._too_large(send, extra)
+            return
+        except respond.BodyTimeout:
+            why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
+            await respond.error(send, 408, INVALID_REQUEST, why, None, extra)
+            return
+        except respond.Disconnected:
+            return
+        message = jsonrpc.parse(data)
+        if isinstance(message, Invalid):
+            owed = message.reply or jsonrpc.error_response(None, INVALID_REQUEST, message.reason)
+            await respond.reply(send, encode(owed), extra)
+            return
+        if self._stopping:
+            why = "Service Unavailable: the server is shutting down"
+            await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
+            return
+        if self.in_progress >= self.max_requests:
+            why = f"Service Unavailable: {self.in_progress} requests in progress (the limit)"
+            await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
+            return
+        self.in_progress += 1
+        try:
+            if self._modern(message, headers):
+                await self._modern_post(message, headers, principal, receive, send, extra)
+            else:
+                await legacy.post(self, message, headers, principal, receive, send)
+        finally:
+            self.in_progress -= 1
+
+    def _modern(self, message: Request | Notification | Response, headers: Headers) -> bool:
+        if not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
+            return True
+        return (
+            isinstance(message, Request)
+            and SESSION_ID not in headers
+            and has_modern_meta(message.params)
+        )
+
+    async def _modern_post(
+        self,
+        message: Request | Notification | Response,
+        headers: Headers,
+        principal: Any,
+        receive: respond.Receive,
+        send: respond.Send,
+        extra: list[tuple[bytes, bytes]],
+    ) -> None:
+        if isinstance(message, Request):
+            await modern.serve(self, message, headers, principal, receive, send, extra)
+        elif isinstance(message, Notification):
+            await respond.empty(send, 202, extra)
+        else:
+            why = (
+                "Invalid Request: a 2026-07-28 client sends no responses (the server asks for "
+                "input with InputRequiredResult)"
+            )
+            await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
+
+    def open_post(self, peer: PostPeer) -> None:
+        self.posts.add(peer)
+        self.engine.peers.add(peer)
+
+    def close_post(self, peer: PostPeer) -> None:
+        self.posts.discard(peer)
+        self.engine.peers.discard(peer)
+
+    # --- small answers ---------------------------------------------------------------------
+
+    async def _too_large(self, send: respond.Send, extra: list[tuple[bytes, bytes]]) -> None:
+        why = f"Payload Too Large: the body exceeds {self.max_body_bytes} bytes"
+        await respond.error(send, 413, INVALID_REQUEST, why, None, extra)
+
+    async def _not_allowed(
+        self, send: respond.Send, extra: list[tuple[bytes, bytes]], allow: bytes = b""
+    ) -> None:
+        allowed = allow or (ALLOW if self.legacy else b"POST")
+        why = f"Method Not Allowed: this endpoint takes {allowed.decode()}" + (
+            "" if allowed == b"POST" else " (GET and DELETE need a 2025-11-25 Mcp-Session-Id)"
+        )
+        await respond.error(send, 405, INVALID_REQUEST, why, None, [(b"allow", allowed), *extra])
+
+    async def _preflight(self, headers: Headers, send: respond.Send) -> None:
+        out = [(b"allow", ALLOW if self.legacy else b"POST")]
+        if headers.get("origin") is not None:
+            out += [
+                *self.cors(headers),
+                (b"access-control-allow-methods", ALLOW if self.legacy else b"POST"),
+                (b"access-control-allow-headers", _requested(headers) or CORS_ALLOW_HEADERS),
+                (b"access-control-max-age", b"600"),
+            ]
+        await respond.empty(send, 204, out)
+
+    async def _metadata(self, method: str, send: respond.Send) -> None:
+        if self.resource_metadata is None:
+            await respond.start(send, 404, [(b"content-type", b"text/plain")])
+            await respond.body(send, b"Not Found")
+            return
+        if method not in ("GET", "HEAD"):
+            await respond.empty(send, 405, [(b"allow", b"GET")])
+            return
+        data = encode(self.resource_metadata)
+        await respond.json(send, 200, data, [(b"access-control-allow-origin", b"*")])
+
+
+def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:
+    server = scope.get("server")
+    if not server or server[1] is None:
+        return None
+    return str(server[0]), int(server[1])
+
+
+def _id(message: Request | Notification | Response) -> Any:
+    return message.id if isinstance(message, Request) else None
+
+
+def _requested(headers: Headers) -> bytes:
+    wanted = headers.get("access-control-request-headers")
+    if not wanted:
+        return b""
+    names = [n.strip().lower() for n in wanted.split(",") if n.strip()]
+    return ", ".join(names).encode("latin-1")
+
+
+__all__ = [
+    "ALLOW",
+    "CORS_ALLOW_HEADERS",
+    "CORS_EXPOSE",
+    "DEFAULT_MAX_BODY_BYTES",
+    "HttpApp",
+]

@@ -1,0 +1,260 @@
+"""The HTTP header rules of MCP's Streamable HTTP binding, as pure functions.
+
+Header names are compared in any case (ASGI servers hand them over in lower case), values
+exactly, after trimming optional whitespace (RFC 9110, section 5.5). ``Mcp-Name`` and
+``Mcp-Param-*`` values may come as the Base64 sentinel ``=?base64?…?=``, decoded strictly (the
+alphabet and the padding are checked). `mirror_problem` says what is wrong with the mirrored
+headers of a 2026-07-28 request; `status_for` maps a JSON-RPC error code to the HTTP status of
+its reply.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import decimal
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...spec import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LEGACY_VERSIONS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    PROMPTS_GET,
+    RESOURCES_READ,
+    TOOLS_CALL,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+
+PROTOCOL_VERSION = "mcp-protocol-version"
+METHOD = "mcp-method"
+NAME = "mcp-name"
+PARAM_PREFIX = "mcp-param-"
+SESSION_ID = "mcp-session-id"
+LAST_EVENT_ID = "last-event-id"
+
+NAME_SOURCE = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri"}
+"""The methods whose ``Mcp-Name`` header mirrors a body field, and that field of ``params``."""
+
+SENTINEL_PREFIX = "=?base64?"
+SENTINEL_SUFFIX = "?="
+_OWS = " \t"
+_SAFE_VALUE = re.compile(r"^[\x20-\x7e\t]*$")
+_BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+"""Canonical Base64: whole quanta, padding only where the last one needs it."""
+"""A header value of visible ASCII, space and tab only (RFC 9110 field-value)."""
+
+_BAD_REQUEST_CODES = frozenset(
+    {
+        PARSE_ERROR,
+        INVALID_REQUEST,
+        INVALID_PARAMS,
+        HEADER_MISMATCH,
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
+
+
+class HeaderError(ValueError):
+    """A header that cannot be read: repeated, with invalid characters, or bad Base64."""
+
+
+class Headers:
+    """The request headers of an ASGI scope: lower-case names, latin-1 values."""
+
+    __slots__ = ("_values", "size")
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        values: dict[str, list[str]] = {}
+        size = 0
+        for name, value in raw:
+            size += len(name) + len(value) + 4
+            values.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+        self._values = values
+        self.size = size
+        """Bytes of the header block, roughly as sent (name, ``: ``, value, CRLF)."""
+
+    def get(self, name: str) -> str | None:
+        """The value of ``name`` with repeated fields joined by commas (RFC 9110, section 5.3)."""
+        found = self._values.get(name)
+        return None if found is None else ", ".join(found)
+
+    def one(self, name: str) -> str | None:
+        """The single value of ``name``, OWS-trimmed; `HeaderError` when it is repeated."""
+        found = self._values.get(name)
+        if found is None:
+            return None
+        if len(found) > 1:
+            raise HeaderError(f"the {name} header is repeated")
+        return found[0].strip(_OWS)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._values
+
+
+def plain(value: str, header: str) -> str:
+    """``value`` when it is a valid header value; `HeaderError` otherwise."""
+    if not _SAFE_VALUE.match(value):
+        raise HeaderError(f"the {header} header has characters outside visible ASCII")
+    return value
+
+
+def decode_value(value: str, header: str) -> str:
+    """A ``Mcp-Name``/``Mcp-Param-*`` value as its sender meant it: the Base64 sentinel
+    ``=?base64?…?=`` decoded (strict alphabet, padding required, UTF-8), anything else as is.
+    `HeaderError` for invalid characters or a sentinel that does not decode."""
+    plain(value, header)
+    if not (
+        value.startswith(SENTINEL_PREFIX)
+        and value.endswith(SENTINEL_SUFFIX)
+        and len(value) >= len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX)
+    ):
+        return value
+    inner = value[len(SENTINEL_PREFIX) : len(value) - len(SENTINEL_SUFFIX)]
+    if not _BASE64.match(inner):
+        raise HeaderError(f"the {header} header is not valid Base64 (alphabet or padding)")
+    try:
+        return base64.b64decode(inner.encode("ascii"), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise HeaderError(f"the {header} header is not valid Base64 of UTF-8 text") from None
+
+
+def value_matches(text: str, value: Any) -> bool:
+    """Whether a mirrored header's (decoded) text stands for the body ``value``: strings
+    exactly, booleans as ``true``/``false``, numbers numerically (``42.0`` is ``42``)."""
+    if isinstance(value, bool):
+        return text == ("true" if value else "false")
+    if isinstance(value, str):
+        return text == value
+    if isinstance(value, (int, float)):
+        try:
+            number = decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            return False
+        if not number.is_finite():
+            return False
+        return number == decimal.Decimal(value if isinstance(value, int) else repr(value))
+    return False
+
+
+def value_at(arguments: Any, path: Sequence[str]) -> Any:
+    """The value at a chain of object keys, or None when a step is missing."""
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def mirror_problem(
+    method: str,
+    params: Any,
+    headers: Headers,
+    header_params: Sequence[tuple[Sequence[str], str]] = (),
+) -> str | None:
+    """What is wrong with the headers that mirror a 2026-07-28 request's body, or None.
+
+    ``Mcp-Method`` must equal ``method``; for tools/call, prompts/get and resources/read
+    ``Mcp-Name`` must equal ``params.name`` or ``params.uri`` (when that is a string; a body
+    without one is the body's problem). ``header_params`` are the tool's mirrored parameters
+    (path, annotation): a value present and not null needs its ``Mcp-Param-*`` header with
+    the same value, and a header without a value in the body is a mismatch too.
+    """
+    try:
+        got = headers.one(METHOD)
+        if got is None:
+            return "the Mcp-Method header is missing"
+        plain(got, "Mcp-Method")
+        if got != method:
+            return f"the Mcp-Method header {got!r} does not match the body's method {method!r}"
+        field = NAME_SOURCE.get(method)
+        body = params.get(field) if field is not None and isinstance(params, dict) else None
+        if isinstance(body, str):
+            got = headers.one(NAME)
+            if got is None:
+                return f"the Mcp-Name header is missing (it mirrors params.{field})"
+            name = decode_value(got, "Mcp-Name")
+            if name != body:
+                return f"the Mcp-Name header {name!r} does not match params.{field} {body!r}"
+        if header_params:
+            arguments = params.get("arguments") if isinstance(params, dict) else None
+            for path, annotation in header_params:
+                header = f"Mcp-Param-{annotation}"
+                got = headers.one(PARAM_PREFIX + annotation.lower())
+                value = value_at(arguments, path)
+                if value is None:
+                    if got is not None:
+                        return f"the {header} header is sent but the argument is absent"
+                    continue
+                if got is None:
+                    return f"the {header} header is missing (it mirrors the argument)"
+                if not value_matches(decode_value(got, header), value):
+                    return f"the {header} header does not match the argument's value"
+    except HeaderError as exc:
+        return str(exc)
+    return None
+
+
+def is_modern_version(value: str | None) -> bool:
+    """Whether an ``MCP-Protocol-Version`` header sends a request down the 2026-07-28 path:
+    present and not one of the legacy (initialize-handshake) revisions."""
+    return value is not None and value not in LEGACY_VERSIONS
+
+
+def media_types(header: str | None) -> list[str]:
+    """The media types of an ``Accept`` or ``Content-Type`` value, lower case, no params."""
+    if not header:
+        return []
+    return [part.split(";", 1)[0].strip().lower() for part in header.split(",") if part.strip()]
+
+
+def accepts(header: str | None, wanted: str) -> bool:
+    """Whether an ``Accept`` value admits ``wanted`` (``type/*`` and ``*/*`` count)."""
+    major = wanted.split("/", 1)[0]
+    return any(t in (wanted, f"{major}/*", "*/*") for t in media_types(header))
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` value is ``application/json`` (any parameters)."""
+    types = media_types(content_type)
+    return len(types) == 1 and types[0] == "application/json"
+
+
+def status_for(code: int) -> int:
+    """The HTTP status of a 2026-07-28 reply with JSON-RPC error ``code``: 404 for an unknown
+    method, 400 for a malformed, mismatched or unsupported request, 200 otherwise."""
+    if code == METHOD_NOT_FOUND:
+        return 404
+    return 400 if code in _BAD_REQUEST_CODES else 200
+
+
+__all__ = [
+    "accepts",
+    "decode_value",
+    "HeaderError",
+    "Headers",
+    "is_json",
+    "is_modern_version",
+    "LAST_EVENT_ID",
+    "media_types",
+    "METHOD",
+    "mirror_problem",
+    "NAME",
+    "NAME_SOURCE",
+    "PARAM_PREFIX",
+    "plain",
+    "PROTOCOL_VERSION",
+    "SENTINEL_PREFIX",
+    "SENTINEL_SUFFIX",
+    "SESSION_ID",
+    "status_for",
+    "value_at",
+    "value_matches",
+]

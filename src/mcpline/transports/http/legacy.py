@@ -1,0 +1,501 @@
+"""2025-11-25 (and 2025-06-18, 2025-03-26) Streamable HTTP: sessions on the same endpoint.
+
+``initialize`` mints a random ``Mcp-Session-Id``. The `Session` is the engine's peer for every
+POST that carries it, so the legacy era finds its session in ``scoped``. Each request POST
+gets an SSE stream of its own (its notifications, the server's requests for input, then its
+reply); the client answers those requests and sends notifications by POST (202). A GET opens
+the session's own stream (list changes, resource updates); DELETE ends the session. Event
+ids are ``<stream>.<n>``: a client whose stream broke (or was closed by the server, see
+``ctx.close_sse_stream``) reconnects with GET and ``Last-Event-ID`` and gets the rest.
+A disconnect is not a cancellation here: legacy clients send ``notifications/cancelled``.
+
+Sessions live in one process: behind several workers or replicas they need sticky routing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import secrets
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ...jsonrpc import Notification, Request, RequestId, Response, duplicate_id_reply, is_valid_id
+from ...server.engine import FINAL, Exchange, Phase
+from ...server.legacy import SESSION_KEY
+from ...server.outbound import Kind
+from ...spec import CANCELLED, INITIALIZE, INTERNAL_ERROR, INVALID_REQUEST, LEGACY_SSE_PRIMING_FROM
+from ...wire import encode
+from . import respond, sse
+from .headers import LAST_EVENT_ID, SESSION_ID, Headers, accepts
+from .modern import HttpBinding, run_hooks
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+log = logging.getLogger("mcpline.server")
+
+STANDALONE = 0
+"""The number of a session's own (GET) stream."""
+KEPT_STREAMS = 16
+"""Unread finished request streams a session keeps for resumption (the oldest go first)."""
+KEPT_FACTOR = 4
+"""...and at most this many times ``replay_bytes`` of them in all."""
+
+
+class SessionStream:
+    """The events of one request POST (or of the session's GET stream), kept for resumption:
+    at most ``keep_bytes`` of them, the newest."""
+
+    __slots__ = (
+        "number",
+        "seq",
+        "history",
+        "kept",
+        "keep_bytes",
+        "outbox",
+        "finished",
+        "reply",
+        "read",
+    )
+
+    def __init__(self, number: int, keep_bytes: int) -> None:
+        self.number = number
+        self.seq = 0
+        self.history: deque[tuple[int, bytes, Kind]] = deque()
+        self.kept = 0
+        self.keep_bytes = keep_bytes
+        self.outbox: sse.Outbox | None = None
+        """The response writing this stream now, if any."""
+        self.finished = False
+        self.reply: bytes | None = None
+        self.read = number != STANDALONE
+        """Whether events are kept: a request's always, the session's own stream's once a
+        GET has read it (nobody could resume it before)."""
+
+    def event_id(self, seq: int) -> str:
+        return f"{self.number}.{seq}"
+
+    def put(self, data: bytes, kind: Kind) -> bool:
+        """Record one message and write it if a response is attached."""
+        self.seq += 1
+        if self.read:
+            self.history.append((self.seq, data, kind))
+            self.kept += len(data)
+            while self.kept > self.keep_bytes and len(self.history) > 1:
+                self.kept -= len(self.history.popleft()[1])
+        if kind is Kind.REPLY:
+            self.reply = data
+        if self.outbox is not None:
+            return self.outbox.put(data, kind, self.event_id(self.seq))
+        return True
+
+    def attach(self, outbox: sse.Outbox, after: int) -> None:
+        """Write into ``outbox`` from now on, after replaying the kept events past ``after``."""
+        for seq, data, kind in self.history:
+            if seq > after:
+                outbox.put(data, kind, self.event_id(seq))
+        self.outbox = outbox
+        self.read = True
+        if self.finished:
+            outbox.close()
+
+    def detach(self) -> None:
+        """Let the response go (closed by the server or gone); events are still kept."""
+        if self.outbox is not None:
+            self.outbox.close()
+            self.outbox = None
+
+    def finish(self) -> None:
+        self.finished = True
+        if self.outbox is not None:
+            self.outbox.close()
+
+
+class Session:
+    """One legacy session: the `mcpline.server.engine.Peer` of all its POSTs."""
+
+    def __init__(self, app: HttpApp, session_id: str, principal: Any) -> None:
+        self.id = session_id
+        self.name = f"http session {session_id[:8]}…"
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.closing = asyncio.Event()
+        self.scoped: dict[str, Any] = {}
+        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
+        self.overflow_hooks: list[Callable[[Any], None]] = []
+        self.principal = principal
+        self.inflight: dict[RequestId, Exchange] = {}
+        self.streams: OrderedDict[int, SessionStream] = OrderedDict()
+        self.standalone = SessionStream(STANDALONE, app.replay_bytes)
+        self._of: dict[Exchange, SessionStream] = {}
+        self._numbers = itertools.count(1)
+        self._app = app
+        self.last_active = self.loop.time()
+
+    @property
+    def version(self) -> str | None:
+        """The negotiated revision, once ``initialize`` was accepted."""
+        legacy = self.scoped.get(SESSION_KEY)
+        return None if legacy is None else str(legacy.version)
+
+    def touch(self) -> None:
+        self.last_active = self.loop.time()
+
+    def busy(self) -> bool:
+        """In flight, or a response (the GET stream included) is open."""
+        return bool(self.inflight) or any(
+            s.outbox is not None for s in (self.standalone, *self.streams.values())
+        )
+
+    # --- Peer ----------------------------------------------------------------------------
+
+    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+        stream = self._of.get(exchange)
+        return stream is not None and stream.put(data, kind)
+
+    def send(self, data: bytes, kind: Kind) -> bool:
+        return not self.closing.is_set() and self.standalone.put(data, kind)
+
+    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+        if exchange.phase in FINAL:
+            if self.inflight.get(exchange.id) is exchange:
+                del self.inflight[exchange.id]
+            stream = self._of.pop(exchange, None)
+            if stream is not None:
+                stream.finish()
+                self._prune()
+            self.touch()
+
+    # --- requests and streams -------------------------------------------------------------
+
+    def open_stream(self, exchange: Exchange) -> SessionStream:
+        number = next(self._numbers)
+        stream = SessionStream(number, self._app.replay_bytes)
+        self.streams[number] = stream
+        self._of[exchange] = stream
+        self.inflight[exchange.id] = exchange
+        self._prune()
+        return stream
+
+    def forget(self, stream: SessionStream) -> None:
+        """A stream read to its end: nothing of it will be asked for again."""
+        if self.streams.get(stream.number) is stream:
+            del self.streams[stream.number]
+
+    def _prune(self) -> None:
+        """Drop the oldest unread finished streams past `KEPT_STREAMS` or the byte bound."""
+        done = [s for s in self.streams.values() if s.finished and s.outbox is None]
+        total = sum(s.kept for s in done)
+        limit = KEPT_FACTOR * self._app.replay_bytes
+        for stream in done:
+            if len(done) <= KEPT_STREAMS and total <= limit:
+                break
+            del self.streams[stream.number]
+            done = done[1:]
+            total -= stream.kept
+
+    def stream(self, number: int) -> SessionStream | None:
+        return self.standalone if number == STANDALONE else self.streams.get(number)
+
+    def cancel(self, request_id: Any) -> None:
+        exchange = self.inflight.get(request_id) if is_valid_id(request_id) else None
+        if exchange is not None and type(exchange.id) is type(request_id):
+            exchange.cancel()
+
+    async def close(self) -> None:
+        """End the session: close hooks, in-flight requests cancelled, streams ended."""
+        if self.closing.is_set():
+            return
+        self.closing.set()
+        await run_hooks(self.close_hooks, self)
+        for exchange in list(self.inflight.values()):
+            exchange.cancel()
+        for stream in (self.standalone, *self.streams.values()):
+            stream.finish()
+        self._app.engine.peers.discard(self)
+
+
+class SessionsFull(Exception):
+    """Every session slot is taken by a busy session."""
+
+
+class Sessions:
+    """The legacy sessions of one app: at most ``limit``, each closed after ``idle_timeout``
+    seconds without a request or an open stream."""
+
+    def __init__(self, app: HttpApp, limit: int, idle_timeout: float) -> None:
+        self._app = app
+        self.limit = limit
+        self.idle_timeout = idle_timeout
+        self.open: dict[str, Session] = {}
+
+    async def new(self, principal: Any) -> Session:
+        """A candidate session (kept by `keep` once its initialize is accepted)."""
+        if len(self.open) >= self.limit:
+            idle = [s for s in self.open.values() if not s.busy()]
+            if not idle:
+                raise SessionsFull
+            await self.end(min(idle, key=lambda s: s.last_active))
+        session = Session(self._app, secrets.token_urlsafe(32), principal)
+        self._app.engine.peers.add(session)
+        return session
+
+    def keep(self, session: Session) -> None:
+        self.open[session.id] = session
+
+    def drop(self, session: Session) -> None:
+        if self.open.get(session.id) is session:
+            del self.open[session.id]
+
+    async def end(self, session: Session) -> None:
+        self.drop(session)
+        await session.close()
+
+    async def expire(self) -> None:
+        """Close sessions idle for longer than ``idle_timeout``; runs until cancelled."""
+        period = max(0.05, min(self.idle_timeout / 4, 30.0))
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(period)
+            now = loop.time()
+            for session in list(self.open.values()):
+                if not session.busy() and now - session.last_active > self.idle_timeout:
+                    try:
+                        await self.end(session)
+                    except Exception:
+                        log.exception("closing the idle session %s failed", session.name)
+
+    async def close_all(self) -> None:
+        for session in list(self.open.values()):
+            await self.end(session)
+
+
+def _not_found(session_id: str) -> str:
+    return (
+        f"Session not found: no 2025-11-25 session {session_id[:12]!r} here (it ended, expired "
+        "or belongs to another server process). Legacy sessions are bound to the process that "
+        "created them: behind a load balancer or several workers they need sticky routing. "
+        "Send initialize for a new session, or speak MCP 2026-07-28, which needs none."
+    )
+
+
+MISSING_SESSION = (
+    "Bad Request: missing Mcp-Session-Id header; send initialize first (MCP 2025-11-25), "
+    "or send MCP-Protocol-Version: 2026-07-28 with params._meta (MCP 2026-07-28)"
+)
+
+
+async def find(
+    app: HttpApp, headers: Headers, principal: Any, send: respond.Send, rid: RequestId | None
+) -> Session | None:
+    """The session a request names; None after answering 400, 403 or 404 for it."""
+    session_id = headers.get(SESSION_ID)
+    if session_id is None:
+        await respond.error(send, 400, INVALID_REQUEST, MISSING_SESSION, rid, app.cors(headers))
+        return None
+    session = app.sessions.open.get(session_id)
+    if session is None:
+        await respond.error(
+            send, 404, INVALID_REQUEST, _not_found(session_id), rid, app.cors(headers)
+        )
+        return None
+    if session.principal != principal:
+        await respond.error(
+            send,
+            403,
+            INVALID_REQUEST,
+            "Forbidden: this session was opened with another bearer token",
+            rid,
+            app.cors(headers),
+        )
+        return None
+    session.touch()
+    return session
+
+
+async def post(
+    app: HttpApp,
+    message: Request | Notification | Response,
+    headers: Headers,
+    principal: Any,
+    receive: respond.Receive,
+    send: respond.Send,
+) -> None:
+    """One legacy POST: a request gets its stream, anything else 202. ``initialize`` opens
+    a session (unless it names one that is open: that one refuses a second handshake)."""
+    extra = app.cors(headers)
+    named = headers.get(SESSION_ID)
+    if (
+        isinstance(message, Request)
+        and message.method == INITIALIZE
+        and (named is None or named not in app.sessions.open)
+    ):
+        try:
+            session = await app.sessions.new(principal)
+        except SessionsFull:
+            why = f"Server busy: all {app.sessions.limit} sessions are in use"
+            await respond.error(send, 503, INTERNAL_ERROR, why, message.id, extra)
+            return
+        await _request(app, session, message, headers, principal, receive, send, new=True)
+        return
+    rid = message.id if isinstance(message, Request) else None
+    found = await find(app, headers, principal, send, rid)
+    if found is None:
+        return
+    if isinstance(message, Request):
+        await _request(app, found, message, headers, principal, receive, send, new=False)
+        return
+    if isinstance(message, Response):
+        app.engine.response(found, message)
+    elif message.method == CANCELLED:
+        params = message.params
+        if isinstance(params, dict):
+            found.cancel(params.get("requestId"))
+    else:
+        app.engine.notification(found, message)
+    await respond.empty(send, 202, extra)
+
+
+async def _request(
+    app: HttpApp,
+    session: Session,
+    request: Request,
+    headers: Headers,
+    principal: Any,
+    receive: respond.Receive,
+    send: respond.Send,
+    *,
+    new: bool,
+) -> None:
+    extra = app.cors(headers)
+    if request.id in session.inflight:
+        await respond.json(send, 400, encode(duplicate_id_reply(request.id)), extra)
+        return
+    if len(session.inflight) >= app.server.options.max_in_flight:
+        why = f"Server busy: {len(session.inflight)} requests of this session are in flight"
+        await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
+        return
+    holder: list[SessionStream] = []
+
+    def interrupt() -> None:
+        if holder:
+            holder[0].detach()
+
+    binding = HttpBinding(app, headers, modern_only=False, principal=principal, close=interrupt)
+    exchange = Exchange(request, session, binding)
+    stream = session.open_stream(exchange)
+    holder.append(stream)
+    app.engine.start(exchange)
+    if new:
+        if session.version is None:  # initialize refused: no session
+            await session.close()
+        else:
+            app.sessions.keep(session)
+    if session.version is not None:
+        extra = [*extra, (SESSION_ID.encode(), session.id.encode())]
+    if not exchange.open and stream.reply is not None and stream.seq == 1:
+        session.forget(stream)
+        await respond.reply(send, stream.reply, extra, mapped=False)
+        return
+    await _stream(app, session, stream, 0, receive, send, extra, prime=True)
+
+
+async def _stream(
+    app: HttpApp,
+    session: Session,
+    stream: SessionStream,
+    after: int,
+    receive: respond.Receive,
+    send: respond.Send,
+    extra: respond.Headers,
+    *,
+    prime: bool,
+) -> None:
+    """Write ``stream`` as this response, from the event past ``after``, until it ends, the
+    server lets it go, or the client leaves (which leaves the stream to a resumption)."""
+    outbox = sse.Outbox(app.server.options.max_outbound_bytes)
+    gone = asyncio.Event()
+
+    def disconnected() -> None:
+        gone.set()
+        if stream.outbox is outbox:
+            stream.detach()
+        outbox.ready.set()
+
+    await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
+    version = session.version
+    if prime and version is not None and version >= LEGACY_SSE_PRIMING_FROM:
+        await respond.body(send, sse.priming(stream.event_id(0), app.retry_ms), True)
+    stream.attach(outbox, after)
+    try:
+        async with respond.watching(receive, disconnected):
+            ended = await respond.stream(send, outbox, app.keepalive, gone)
+        if ended and stream.finished and not outbox.aborted:
+            session.forget(stream)
+    finally:
+        if stream.outbox is outbox:
+            stream.detach()
+        session.touch()
+
+
+async def get(
+    app: HttpApp, headers: Headers, principal: Any, receive: respond.Receive, send: respond.Send
+) -> None:
+    """The session's own stream, or the rest of a stream named by ``Last-Event-ID``."""
+    extra = app.cors(headers)
+    if not accepts(headers.get("accept"), "text/event-stream"):
+        why = "Not Acceptable: GET needs Accept: text/event-stream"
+        await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
+        return
+    session = await find(app, headers, principal, send, None)
+    if session is None:
+        return
+    extra = [*extra, (SESSION_ID.encode(), session.id.encode())]
+    last = headers.get(LAST_EVENT_ID)
+    if last is None:
+        stream, after = session.standalone, session.standalone.seq
+    else:
+        number, _, seq = last.strip().partition(".")
+        found = (
+            session.stream(int(number))
+            if number.isascii() and number.isdigit() and seq.isascii() and seq.isdigit()
+            else None
+        )
+        if found is None:
+            why = f"Bad Request: Last-Event-ID {last[:40]!r} names no stream kept by this session"
+            await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
+            return
+        stream, after = found, int(seq)
+    if stream.outbox is not None:
+        await respond.error(
+            send, 409, INVALID_REQUEST, "Conflict: this stream is already being read", None, extra
+        )
+        return
+    await _stream(app, session, stream, after, receive, send, extra, prime=False)
+
+
+async def delete(app: HttpApp, headers: Headers, principal: Any, send: respond.Send) -> None:
+    session = await find(app, headers, principal, send, None)
+    if session is not None:
+        await app.sessions.end(session)
+        await respond.empty(send, 204, app.cors(headers))
+
+
+__all__ = [
+    "delete",
+    "find",
+    "get",
+    "KEPT_FACTOR",
+    "KEPT_STREAMS",
+    "MISSING_SESSION",
+    "post",
+    "Session",
+    "Sessions",
+    "SessionsFull",
+    "SessionStream",
+    "STANDALONE",
+]

@@ -1,0 +1,186 @@
+"""2026-07-28 over HTTP: each POST is one exchange with a peer of its own.
+
+The reply is plain JSON when it is the first message of the request (always so for a request
+that cannot produce notifications), with the status its error code maps to; as soon as a
+notification comes first (progress, a log message the request asked for with ``logLevel``,
+a listen's acknowledgement), the response becomes an SSE stream ending with the reply.
+Closing that stream is the cancellation of the request: nothing more is written for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...errors import JsonRpcError
+from ...jsonrpc import Request
+from ...server.engine import FINAL, Exchange, Phase
+from ...server.outbound import Kind
+from ...spec import HEADER_MISMATCH, INTERNAL_ERROR, TOOLS_CALL
+from . import respond, sse
+from .headers import PROTOCOL_VERSION, HeaderError, Headers, mirror_problem
+
+if TYPE_CHECKING:
+    from .app import HttpApp
+
+log = logging.getLogger("mcpline.server")
+
+
+class HttpBinding:
+    """What one HTTP request says besides its body: its headers and its caller."""
+
+    __slots__ = ("headers", "modern_only", "principal", "_app", "_close")
+
+    def __init__(
+        self,
+        app: HttpApp,
+        headers: Headers,
+        *,
+        modern_only: bool,
+        principal: Any,
+        close: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._app = app
+        self.headers = headers
+        self.modern_only = modern_only
+        self.principal = principal
+        self._close = close
+
+    def check_version(self, version: str) -> None:
+        try:
+            header = self.headers.one(PROTOCOL_VERSION)
+        except HeaderError as exc:
+            raise JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
+        if header is None:
+            raise JsonRpcError(
+                HEADER_MISMATCH,
+                f"Header mismatch: the MCP-Protocol-Version header is missing (the body says "
+                f"{version!r}; send both)",
+            )
+        if header != version:
+            raise JsonRpcError(
+                HEADER_MISMATCH,
+                f"Header mismatch: the MCP-Protocol-Version header {header!r} does not match "
+                f"the body's _meta protocolVersion {version!r}",
+            )
+
+    def check_request(self, request: Request) -> None:
+        params = request.params
+        mirrored: Sequence[tuple[Sequence[str], str]] = ()
+        if request.method == TOOLS_CALL and isinstance(params, dict):
+            name = params.get("name")
+            if isinstance(name, str):
+                mirrored = self._app.header_params(name)
+        problem = mirror_problem(request.method, params, self.headers, mirrored)
+        if problem is not None:
+            raise JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {problem}")
+
+    def close_stream(self) -> None:
+        self._close()
+
+
+class PostPeer:
+    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST."""
+
+    def __init__(self, app: HttpApp, name: str) -> None:
+        self.name = name
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.closing = asyncio.Event()
+        self.scoped: dict[str, Any] = {}
+        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
+        self.overflow_hooks: list[Callable[[Any], None]] = []
+        self.exchange: Exchange | None = None
+        self.outbox = sse.Outbox(app.server.options.max_outbound_bytes, self._full)
+        self._app = app
+
+    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+        return self.outbox.put(data, kind)
+
+    def send(self, data: bytes, kind: Kind) -> bool:
+        return False  # nothing on a 2026-07-28 POST is tied to no request
+
+    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+        if exchange.phase in FINAL:
+            self.outbox.close()
+
+    def _full(self) -> None:
+        for hook in self.overflow_hooks:
+            hook(self)
+
+    async def close(self) -> None:
+        """Run the close hooks (an open listen gets its completion result); once."""
+        if self.closing.is_set():
+            return
+        self.closing.set()
+        await run_hooks(self.close_hooks, self)
+
+
+async def run_hooks(hooks: list[Callable[[Any], Awaitable[None] | None]], peer: Any) -> None:
+    for hook in hooks:
+        try:
+            result = hook(peer)
+            if result is not None:
+                await result
+        except Exception:
+            log.exception("close hook failed")
+
+
+async def serve(
+    app: HttpApp,
+    request: Request,
+    headers: Headers,
+    principal: Any,
+    receive: respond.Receive,
+    send: respond.Send,
+    extra: respond.Headers,
+) -> None:
+    """Serve one 2026-07-28 request POST through the engine."""
+    peer = PostPeer(app, f"http {request.method} {request.id!r}")
+    binding = HttpBinding(app, headers, modern_only=True, principal=principal)
+    exchange = Exchange(request, peer, binding)
+    peer.exchange = exchange
+    outbox = peer.outbox
+    gone = asyncio.Event()
+
+    def disconnected() -> None:
+        gone.set()
+        exchange.cancel()
+        outbox.abort()
+
+    app.open_post(peer)
+    try:
+        app.engine.start(exchange)
+        async with respond.watching(receive, disconnected):
+            items = await sse.next_items(outbox, None)
+            if gone.is_set() or items is None:
+                return
+            if outbox.aborted:
+                why = "Internal error: the response outgrew the server's max_outbound_bytes"
+                await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
+                return
+            if not items:  # ended unanswered: the server is shutting down
+                why = "Server shutting down: the request was not completed"
+                await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
+                return
+            if respond.replied(items):
+                await respond.reply(send, items[0][0], extra)
+                return
+            await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
+            await respond.stream(send, outbox, app.keepalive, gone, items)
+    finally:
+        if exchange.open:
+            exchange.cancel()
+        await peer.close()
+        app.close_post(peer)
+
+
+__all__ = [
+    "HttpBinding",
+    "PostPeer",
+    "run_hooks",
+    "serve",
+]

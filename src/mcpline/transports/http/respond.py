@@ -1,0 +1,219 @@
+"""Reading a request body and writing responses over raw ASGI ``receive``/``send``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from ...jsonrpc import RequestId, error_response
+from ...server.outbound import Kind
+from ...wire import encode
+from . import sse
+from .headers import status_for
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+HeaderList = list[tuple[bytes, bytes]]
+Headers = Iterable[tuple[bytes, bytes]]
+
+JSON_HEADERS: HeaderList = [(b"content-type", b"application/json")]
+SSE_HEADERS: HeaderList = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class BodyTooLarge(Exception):
+    """The body is longer than the limit (413)."""
+
+
+class BodyTimeout(Exception):
+    """The body did not arrive whole in time (408)."""
+
+
+class Disconnected(Exception):
+    """The client went away before the body arrived whole."""
+
+
+async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
+    """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+    parts: list[bytes] = []
+    size = 0
+
+    async def read() -> None:
+        nonlocal size
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge
+            parts.append(chunk)
+            if not message.get("more_body", False):
+                return
+
+    try:
+        await asyncio.wait_for(read(), timeout)
+    except asyncio.TimeoutError:
+        raise BodyTimeout from None
+    return b"".join(parts)
+
+
+async def watch(receive: Receive, gone: Callable[[], None]) -> None:
+    """Call ``gone`` once the client disconnects (run as a task while a response is open)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone()
+            return
+
+
+class _Code(msgspec.Struct):
+    code: Any = None
+
+
+class _Probe(msgspec.Struct):
+    error: _Code | None = None
+
+
+_probe = msgspec.json.Decoder(_Probe)
+
+
+def error_code(reply: bytes) -> int | None:
+    """The JSON-RPC error code of an encoded response, None for a result."""
+    try:
+        found = _probe.decode(reply)
+    except msgspec.DecodeError:
+        return None
+    code = None if found.error is None else found.error.code
+    return code if type(code) is int else None
+
+
+def error_body(id: RequestId | None, code: int, message: str, data: Any = None) -> bytes:
+    return encode(error_response(id, code, message, data))
+
+
+async def start(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": list(headers)})
+
+
+async def body(send: Send, data: bytes, more: bool = False) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": more})
+
+
+async def json(send: Send, status: int, data: bytes, headers: Headers = ()) -> None:
+    """A whole JSON response."""
+    await start(
+        send,
+        status,
+        [*JSON_HEADERS, (b"content-length", str(len(data)).encode()), *headers],
+    )
+    await body(send, data)
+
+
+async def reply(send: Send, data: bytes, headers: Headers = (), *, mapped: bool = True) -> None:
+    """A JSON-RPC response as a JSON body; its status follows its error code when
+    ``mapped`` (2026-07-28), else 200."""
+    code = error_code(data) if mapped else None
+    await json(send, 200 if code is None else status_for(code), data, headers)
+
+
+async def error(
+    send: Send,
+    status: int,
+    code: int,
+    message: str,
+    id: RequestId | None = None,
+    headers: Headers = (),
+) -> None:
+    """An HTTP error whose body is a JSON-RPC error response."""
+    await json(send, status, error_body(id, code, message), headers)
+
+
+async def empty(send: Send, status: int, headers: Headers = ()) -> None:
+    await start(send, status, [(b"content-length", b"0"), *headers])
+    await body(send, b"")
+
+
+async def stream(
+    send: Send,
+    outbox: sse.Outbox,
+    keepalive: float | None,
+    gone: asyncio.Event,
+    first: list[sse.Item] | None = None,
+) -> bool:
+    """Write ``first`` then ``outbox`` as SSE events until it closes, the client leaves
+    (``gone``) or it is aborted; a keep-alive comment after each ``keepalive`` seconds of
+    silence.
+
+    The response must already be started. Returns whether the response was ended here
+    (False when the client left first).
+    """
+    pending = first
+    while True:
+        items = pending if pending is not None else await sse.next_items(outbox, keepalive)
+        pending = None
+        if gone.is_set():
+            return False
+        if items is None:
+            await body(send, sse.KEEPALIVE, True)
+            continue
+        if outbox.aborted:
+            await body(send, b"")
+            return True
+        chunk = b"".join(sse.event(data, eid) for data, _, eid in items)
+        if outbox.closed and not outbox.items:
+            await body(send, chunk)
+            return True
+        if chunk:
+            await body(send, chunk, True)
+
+
+def replied(items: list[sse.Item]) -> bool:
+    """Whether the first of ``items`` is the response itself."""
+    return bool(items) and items[0][1] is Kind.REPLY
+
+
+@contextlib.asynccontextmanager
+async def watching(receive: Receive, gone: Callable[[], None]) -> Any:
+    """While open: a task calls ``gone`` if the client disconnects."""
+    task = asyncio.ensure_future(watch(receive, gone))
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+__all__ = [
+    "body",
+    "BodyTimeout",
+    "BodyTooLarge",
+    "Disconnected",
+    "empty",
+    "error",
+    "error_body",
+    "error_code",
+    "HeaderList",
+    "Headers",
+    "json",
+    "JSON_HEADERS",
+    "read_body",
+    "Receive",
+    "replied",
+    "reply",
+    "Send",
+    "SSE_HEADERS",
+    "start",
+    "stream",
+    "watch",
+    "watching",
+]

@@ -1,0 +1,268 @@
+"""Serving an `HttpApp` with uvicorn (the ``mcpline[http]`` extra): one process, or several
+workers that each import the server file again.
+
+Logs go to stderr, so does the ready line ``mcpline: listening on http://HOST:PORT/PATH``;
+nothing is written to stdout. On SIGTERM/SIGINT every event stream is ended first (open
+listens get their completion result), then uvicorn lets requests in flight finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ...addresses import canonical_host
+
+if TYPE_CHECKING:
+    from ...server.server import Server
+    from .app import HttpApp
+
+TARGET_ENV = "MCPLINE_HTTP_TARGET"
+"""The ``FILE[:OBJECT]`` each worker imports (set by `serve_workers`)."""
+OPTIONS_ENV = "MCPLINE_HTTP_OPTIONS"
+"""JSON of the `HttpApp` options each worker uses (set by `serve_workers`)."""
+STATE_KEY_ENV = "MCPLINE_STATE_KEY"
+
+
+class HttpError(Exception):
+    """The HTTP server cannot start (no uvicorn, bad address, port in use); one line."""
+
+
+def parse_bind(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or a bare ``PORT`` (127.0.0.1) → (host, port)."""
+    value = text.strip()
+    if value.isascii() and value.isdigit():
+        host, port_text = "127.0.0.1", value
+    else:
+        host, sep, port_text = value.rpartition(":")
+        if not sep or not host:
+            raise HttpError(f"bad address {text!r}: expected HOST:PORT or PORT")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+        raise HttpError(f"bad address {text!r}: the port must be 0-65535")
+    return canonical_host(host), int(port_text)
+
+
+def parse_url(url: str) -> tuple[str, int, str]:
+    """``http://HOST:PORT[/PATH]`` → (host, port, path; ``/mcp`` by default)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise HttpError(f"bad URL {url!r}: expected http://HOST:PORT[/PATH]")
+    try:
+        port = parts.port if parts.port is not None else 80
+    except ValueError:
+        raise HttpError(f"bad URL {url!r}: the port must be 0-65535") from None
+    return canonical_host(parts.hostname), port, parts.path.rstrip("/") or "/mcp"
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGINT arrived; uvicorn passes it on once it has shut down."""
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Let SIGTERM and SIGINT end the server with exit status 0 and no traceback: uvicorn
+    handles them, shuts down, and raises them again for the handlers it found (these)."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _uvicorn() -> Any:
+    try:
+        import uvicorn
+    except ImportError:
+        raise HttpError("serving over HTTP needs uvicorn: pip install 'mcpline[http]'") from None
+    return uvicorn
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (0 picks a free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio turns Nagle off only on sockets that say TCP, and a
+    # response's head and body are two writes (Nagle would hold the body for an ACK).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise HttpError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket, path: str) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
+
+
+def _config(app: Any, server_options: Any, app_options: dict[str, Any], **extra: Any) -> Any:
+    uvicorn = _uvicorn()
+    header_limit = int(app_options.get("max_header_bytes", 16 * 1024))
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=max(1, int(server_options.shutdown_grace + 1.5)),
+        h11_max_incomplete_event_size=max(64 * 1024, 4 * header_limit),
+        **extra,
+    )
+
+
+def end_streams_on_signals(app: HttpApp) -> None:
+    """From now on SIGTERM and SIGINT first end the app's event streams (open listens get
+    their completion result), then reach uvicorn's own handler, whose graceful wait then
+    only has short requests to wait for. Call it on the loop, after uvicorn set its handlers
+    (at lifespan startup)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(sig)
+        if not callable(previous):
+            continue
+
+        def handler(signum: int, frame: Any, previous: Callable[..., Any] = previous) -> None:
+            loop.call_soon_threadsafe(app.begin_ending)
+            previous(signum, frame)
+
+        signal.signal(sig, handler)
+
+
+def serve(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    ready: Callable[[str], None] | None = None,
+    **app_options: Any,
+) -> None:
+    """Serve ``server`` at ``http://host:port/path`` in this process until SIGTERM/SIGINT.
+
+    Raises `HttpError` when it cannot start.
+    """
+    from ..stdio import configure_logging
+
+    configure_logging()
+    app = server.http_app(path, **app_options)
+    app.on_startup.append(end_streams_on_signals)
+    config = _config(app, server.options, app_options)
+    sock = bind(host, port)
+    url = _url(sock, app.path)
+    print(f"mcpline: listening on {url}", file=sys.stderr, flush=True)
+    if ready is not None:
+        ready(url)
+    with _stopped_by_signals():
+        _uvicorn().Server(config).run(sockets=[sock])
+
+
+def serve_url(server: Server, url: str, **options: Any) -> None:
+    """`serve` at ``http://HOST:PORT[/PATH]``; a failure to start is one line on stderr and
+    exit status 2."""
+    try:
+        host, port, path = parse_url(url)
+        serve(server, host, port, path=path, **options)
+    except HttpError as exc:
+        print(f"mcpline: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
+def serve_workers(
+    target: str,
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    path: str = "/mcp",
+    **app_options: Any,
+) -> None:
+    """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket;
+    each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
+    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise)."""
+    from ...cli.run import load_server
+    from ..stdio import configure_logging
+
+    if not os.environ.get(STATE_KEY_ENV):
+        raise HttpError(
+            f"--workers {workers} needs ${STATE_KEY_ENV}: set it to one secret shared by every "
+            "worker, so that a requestState sealed by one verifies on the others"
+        )
+    configure_logging()
+    server = load_server(target)  # fail here, once, rather than in every worker
+    _uvicorn()
+    from uvicorn.supervisors import Multiprocess
+
+    os.environ[TARGET_ENV] = target
+    os.environ[OPTIONS_ENV] = json.dumps({"path": path, **app_options})
+    sock = bind(host, port)
+    config = _config(
+        f"{__name__}:worker_app",
+        server.options,
+        app_options,
+        factory=True,
+        workers=workers,
+        fd=sock.fileno(),
+    )
+    print(
+        f"mcpline: listening on {_url(sock, path.rstrip('/') or '/')} with {workers} workers "
+        "(legacy 2025-11-25 sessions are bound to one worker: they need a single worker or "
+        "sticky routing)",
+        file=sys.stderr,
+        flush=True,
+    )
+    Multiprocess(config, sockets=[sock]).run()
+
+
+def worker_app() -> HttpApp:
+    """The app of one worker process: the server file imported again (uvicorn factory)."""
+    from ...cli.run import load_server
+    from ..stdio import configure_logging
+
+    configure_logging()
+    target = os.environ[TARGET_ENV]
+    options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
+    path = options.pop("path", "/mcp")
+    server: Server = load_server(target)
+    app = server.http_app(path, **options)
+    app.on_startup.append(end_streams_on_signals)
+    return app
+
+
+__all__ = [
+    "bind",
+    "end_streams_on_signals",
+    "HttpError",
+    "OPTIONS_ENV",
+    "parse_bind",
+    "parse_url",
+    "serve",
+    "serve_url",
+    "serve_workers",
+    "STATE_KEY_ENV",
+    "TARGET_ENV",
+    "worker_app",
+]

@@ -1,0 +1,191 @@
+"""mcpline beside the official SDK on the conformance suite's server scenarios.
+
+``collect()`` serves ``examples/servers/everything.py`` with ``mcpline run --http`` and the SDK
+fixture (``sdk_fixture.py``), runs the same selections against both (both requirement sets,
+the pending 2026-07-28 suite) and returns the runs; ``render(runs)`` is the Markdown of
+``docs/conformance.md``. As a script it writes that file:
+
+    python -m tests.conformance.compare docs/conformance.md
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import harness, provision
+
+REPO = Path(__file__).resolve().parents[2]
+EVERYTHING = REPO / "examples" / "servers" / "everything.py"
+MCPLINE = Path(sys.executable).parent / "mcpline"
+READY = re.compile(r"listening on (http://\S+)")
+
+
+@dataclass(frozen=True)
+class Selection:
+    title: str
+    requirements: str | None = None
+    suite: str | None = None
+    spec_version: str | None = None
+
+
+SELECTIONS = (
+    Selection("2026-07-28 requirements", requirements="2026-07-28"),
+    Selection("2025-11-25 requirements", requirements="2025-11-25"),
+    Selection("2026-07-28 pending suite", suite="pending", spec_version="2026-07-28"),
+)
+PENDING_2026 = (
+    "json-schema-2020-12",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+)
+
+
+@contextlib.contextmanager
+def serve_mcpline(startup_timeout: float = 30.0) -> Iterator[str]:
+    """``mcpline run examples/servers/everything.py --http 127.0.0.1:0``; yields its URL."""
+    proc = subprocess.Popen(
+        [str(MCPLINE), "run", str(EVERYTHING), "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    found: list[str] = []
+    seen = threading.Event()
+    tail: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            tail.append(line)
+            del tail[:-200]
+            if not found and (m := READY.search(line)):
+                found.append(m[1])
+                seen.set()
+        seen.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        seen.wait(startup_timeout)
+        if not found:
+            raise harness.HarnessError(f"mcpline did not start:\n{''.join(tail)}")
+        yield found[0]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_all(url: str) -> dict[str, harness.ServerRun]:
+    return {
+        s.title: harness.run_server(
+            url, requirements=s.requirements, suite=s.suite, spec_version=s.spec_version
+        )
+        for s in SELECTIONS
+    }
+
+
+def collect() -> dict[str, dict[str, harness.ServerRun]]:
+    """{"mcpline": runs, "sdk": runs}, each keyed by selection title."""
+    provision.provision()
+    with serve_mcpline() as url:
+        ours = run_all(url)
+    with harness.serve_sdk_fixture() as url:
+        theirs = run_all(url)
+    return {"mcpline": ours, "sdk": theirs}
+
+
+def required(run: harness.ServerRun) -> list[harness.ScenarioResult]:
+    """The scenarios a requirement set scores."""
+    return [r for r in run.results if r.scored]
+
+
+def _count(results: list[harness.ScenarioResult]) -> str:
+    return f"{sum(r.status == harness.PASS for r in results)}/{len(results)}"
+
+
+def _cell(result: harness.ScenarioResult | None) -> str:
+    if result is None:
+        return "—"
+    details = " ".join(result.details.split()).replace("|", "\\|")
+    if len(details) > 140:
+        details = details[:139] + "…"
+    return f"{result.status.upper()} ({details})"
+
+
+def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
+    ours, theirs = runs["mcpline"], runs["sdk"]
+    today = datetime.date.today().isoformat()
+    lines = [
+        "# Conformance",
+        "",
+        "The official MCP conformance suite "
+        f"(`@modelcontextprotocol/conformance@{provision.CONFORMANCE_VERSION}`, server scenarios) "
+        "against `mcpline run examples/servers/everything.py --http 127.0.0.1:PORT`, beside the "
+        "official Python SDK (`mcp` 2.3.0) serving the same fixture contract "
+        "(`tests/conformance/sdk_fixture.py`). One URL serves both eras in each server.",
+        "",
+        f"Generated on {today} with `python -m tests.conformance.compare docs/conformance.md`; "
+        "`tests/conformance/test_server_conformance.py` runs the same selections, fails on any "
+        "required scenario (or pending 2026-07-28 HTTP scenario) that does not pass, and writes "
+        "this table to `.cache/conformance.md`.",
+        "",
+        "| selection | mcpline | official SDK |",
+        "|---|---|---|",
+    ]
+    for sel in SELECTIONS:
+        if sel.requirements:
+            a, b = required(ours[sel.title]), required(theirs[sel.title])
+            lines.append(f"| {sel.title}: required scenarios passing | {_count(a)} | {_count(b)} |")
+        else:
+            a, b = ours[sel.title].results, theirs[sel.title].results
+            lines.append(f"| {sel.title}: scenarios passing | {_count(a)} | {_count(b)} |")
+    lines += [
+        "",
+        "Not scored under a requirement set: the `tasks-*` scenarios test the tasks extension "
+        "(SEP-2663), which neither server implements; pending and added-after-release ones are "
+        "listed with their reason.",
+    ]
+    for sel in SELECTIONS:
+        ours_by = ours[sel.title].by_scenario()
+        theirs_by = theirs[sel.title].by_scenario()
+        names = list(ours_by) + [n for n in theirs_by if n not in ours_by]
+        lines += ["", f"## {sel.title}", ""]
+        head = "| scenario | scored | mcpline | official SDK |"
+        lines += [head, "|---|---|---|---|"]
+        for name in names:
+            mine, other = ours_by.get(name), theirs_by.get(name)
+            any_result = mine or other
+            assert any_result is not None
+            if any_result.scored is None:
+                scored = "—"
+            elif any_result.scored:
+                scored = "yes"
+            else:
+                scored = f"no ({any_result.reason})" if any_result.reason else "no"
+            lines.append(f"| `{name}` | {scored} | {_cell(mine)} | {_cell(other)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    target = Path(args[0]) if args else REPO / "docs" / "conformance.md"
+    text = render(collect())
+    target.write_text(text, "utf-8")
+    print(f"wrote {target}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""The ASGI application called in process: lifespan with and without lifespan events, mounting
+under a prefix, scopes without a bound address, CORS preflight, options, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpline import Context, Server
+from mcpline.transports.http import HttpApp
+
+from ..proc import meta
+
+ACCEPT = b"application/json, text/event-stream"
+
+
+def make_server(**kw: Any) -> Server:
+    server = Server("asgi", **kw)
+
+    @server.tool
+    def hello(ctx: Context) -> str:
+        """Say what the lifespan hook yielded."""
+        return f"hello {ctx.lifespan}"
+
+    return server
+
+
+def modern(method: str, id: Any = 1, params: dict[str, Any] | None = None) -> bytes:
+    p = dict(params or {})
+    p["_meta"] = meta()
+    return json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": p}).encode()
+
+
+class Exchange:
+    """One in-process HTTP exchange: what the app sent back."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: dict[bytes, bytes] = {}
+        self.body = b""
+        self.done = asyncio.Event()
+        self.chunk = asyncio.Event()
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+async def request(
+    app: HttpApp,
+    method: str = "POST",
+    path: str = "/mcp",
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    *,
+    server: tuple[str, int] | None = ("127.0.0.1", 8000),
+    root_path: str = "",
+    hold: asyncio.Event | None = None,
+) -> Exchange:
+    """Call the app once; ``hold`` keeps the connection open until set (then disconnects)."""
+    h = {"content-type": "application/json", "accept": ACCEPT.decode(), "host": "127.0.0.1:8000"}
+    if method == "POST" and "mcp-method" not in (headers or {}):
+        try:
+            parsed = json.loads(body)
+            h["mcp-method"] = parsed.get("method", "")
+            h["mcp-protocol-version"] = "2026-07-28"
+        except (ValueError, AttributeError):
+            pass
+    h.update(headers or {})
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "path": root_path + path,
+        "root_path": root_path,
+        "headers": [(k.encode(), v.encode()) for k, v in h.items()],
+        "server": server,
+        "client": ("127.0.0.1", 5555),
+    }
+    out = Exchange()
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if hold is not None:
+            await hold.wait()
+        else:
+            await out.done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            out.status = message["status"]
+            out.headers = dict(message.get("headers", []))
+        else:
+            out.body += message.get("body", b"")
+            out.chunk.set()
+            if not message.get("more_body", False):
+                out.done.set()
+
+    await app(scope, receive, send)
+    return out
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: HttpApp) -> AsyncIterator[None]:
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        return await queue.get()
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+
+    task = asyncio.ensure_future(app({"type": "lifespan"}, receive, send))
+    await queue.put({"type": "lifespan.startup"})
+    while "lifespan.startup.complete" not in sent:
+        await asyncio.sleep(0.01)
+    try:
+        yield
+    finally:
+        await queue.put({"type": "lifespan.shutdown"})
+        await asyncio.wait_for(task, 10)
+        assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def hooked_server(log: list[str]) -> Server:
+    @contextlib.asynccontextmanager
+    async def hook(server: Server) -> AsyncIterator[str]:
+        log.append("enter")
+        yield "from the hook"
+        log.append("exit")
+
+    return make_server(lifespan=hook)
+
+
+def test_lifespan_events_enter_and_leave_the_servers_hook() -> None:
+    log: list[str] = []
+    app = hooked_server(log).http_app()
+
+    async def go() -> None:
+        async with lifespan(app):
+            r = await request(
+                app,
+                body=modern("tools/call", params={"name": "hello"}),
+                headers={"mcp-name": "hello"},
+            )
+            assert r.json["result"]["content"][0]["text"] == "hello from the hook"
+        assert log == ["enter", "exit"]
+
+    run(go())
+
+
+def test_without_lifespan_events_the_first_request_starts_the_server() -> None:
+    log: list[str] = []
+    app = hooked_server(log).http_app()
+
+    async def go() -> None:
+        r = await request(
+            app, body=modern("tools/call", params={"name": "hello"}), headers={"mcp-name": "hello"}
+        )
+        assert r.json["result"]["content"][0]["text"] == "hello from the hook"
+        assert log == ["enter"]
+        await app.shutdown()
+        assert log == ["enter", "exit"]
+
+    run(go())
+
+
+def test_a_mounted_app_sees_paths_below_its_mount() -> None:
+    app = make_server().http_app("/")
+
+    async def go() -> None:
+        r = await request(app, path="/", root_path="/api/mcp", body=modern("tools/list"))
+        assert r.status == 200 and r.json["result"]["tools"]
+        r = await request(app, path="/other", root_path="/api/mcp", body=modern("tools/list"))
+        assert r.status == 404
+        await app.shutdown()
+
+    run(go())
+
+
+def test_a_scope_without_a_bound_address_checks_no_host() -> None:
+    app = make_server().http_app()
+
+    async def go() -> None:
+        r = await request(app, body=modern("tools/list"), headers={"host": "anything"}, server=None)
+        assert r.status == 200
+        r = await request(app, body=modern("tools/list"), headers={"host": "anything"})
+        assert r.status == 421
+        await app.shutdown()
+
+    run(go())
+
+
+def test_cors_preflight() -> None:
+    app = make_server().http_app(allowed_origins=["http://localhost:6274"])
+
+    async def go() -> None:
+        r = await request(
+            app,
+            "OPTIONS",
+            headers={
+                "origin": "http://localhost:6274",
+                "access-control-request-headers": "content-type, mcp-method",
+            },
+        )
+        assert r.status == 204
+        assert r.headers[b"access-control-allow-origin"] == b"http://localhost:6274"
+        assert r.headers[b"access-control-allow-headers"] == b"content-type, mcp-method"
+        assert b"POST" in r.headers[b"access-control-allow-methods"]
+        r = await request(app, "OPTIONS", headers={"origin": "http://evil.example.com"})
+        assert r.status == 403
+        r = await request(
+            app, body=modern("tools/list"), headers={"origin": "http://localhost:6274"}
+        )
+        assert r.status == 200
+        assert r.headers[b"access-control-allow-origin"] == b"http://localhost:6274"
+        await app.shutdown()
+
+    run(go())
+
+
+def test_websockets_are_closed() -> None:
+    app = make_server().http_app()
+    sent: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async def receive() -> dict[str, Any]:
+            return {"type": "websocket.connect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app({"type": "websocket", "path": "/mcp"}, receive, send)
+
+    run(go())
+    assert sent == [{"type": "websocket.close", "code": 1003}]
+
+
+def test_a_modern_only_server_refuses_sessions() -> None:
+    app = make_server(legacy=False).http_app()
+
+    async def go() -> None:
+        init = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+            }
+        ).encode()
+        r = await request(app, body=init, headers={"mcp-protocol-version": "2025-11-25"})
+        assert r.status == 400 and r.json["error"]["code"] == -32602
+        r = await request(app, "GET", headers={"mcp-session-id": "x"})
+        assert r.status == 405 and r.headers[b"allow"] == b"POST"
+        await app.shutdown()
+
+    run(go())
+
+
+def test_a_verifier_that_raises_refuses_and_a_sync_one_works() -> None:
+    def verify(token: str) -> str | None:
+        if token == "boom":
+            raise RuntimeError("verifier down")
+        return "carol" if token == "ok" else None
+
+    app = make_server().http_app(verify_token=verify)
+
+    async def go() -> None:
+        r = await request(app, body=modern("tools/list"), headers={"authorization": "Bearer boom"})
+        assert r.status == 401 and r.headers[b"www-authenticate"] == b'Bearer error="invalid_token"'
+        r = await request(app, body=modern("tools/list"), headers={"authorization": "Bearer ok"})
+        assert r.status == 200
+        await app.shutdown()
+
+    run(go())
+
+
+def test_shutdown_answers_open_listens_with_their_completion() -> None:
+    app = make_server().http_app(keepalive=None)
+
+    async def go() -> None:
+        hold = asyncio.Event()
+        body = modern("subscriptions/listen", 9, {"notifications": {"toolsListChanged": True}})
+        task = asyncio.ensure_future(request(app, body=body, hold=hold))
+        while not app.posts:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        await app.shutdown()
+        out = await asyncio.wait_for(task, 5)
+        hold.set()
+        frames = [
+            json.loads(line[6:])
+            for line in out.body.decode().splitlines()
+            if line.startswith("data: ")
+        ]
+        assert frames[0]["method"] == "notifications/subscriptions/acknowledged"
+        assert frames[-1]["id"] == 9
+        result = frames[-1]["result"]
+        assert result["resultType"] == "complete"
+        assert result["_meta"]["io.modelcontextprotocol/subscriptionId"] == 9
+        assert not app.posts and not app.server._engine.peers
+
+    run(go())
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"path": "mcp"}, "path must start"),
+        ({"max_body_bytes": 0}, "max_body_bytes"),
+        ({"body_timeout": 0}, "positive"),
+        ({"resource_metadata": {"resource": "x"}}, "resource_metadata"),
+        ({"no_such_option": 1}, "no_such_option"),
+    ],
+)
+def test_bad_options_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        make_server().http_app(**options)
