@@ -439,4 +439,6 @@ def tree_rss(pid: int) -> int | None:
     return _platform.tree_rss(pid)
 
 
-memory_unavailable = _platform.memory_unavailable
+def memory_unavailable() -> str | None:
+    """Why `tree_rss` cannot measure memory on this machine (None when it can)."""
+    return _platform.memory_unavailable()
