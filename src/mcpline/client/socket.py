@@ -100,7 +100,7 @@ class SocketChannel:
             addr = parse_address(address)
             unavailable = unix_sockets_unavailable() if addr.kind == "unix" else None
             if unavailable:
-                raise ValueError(unavailable)
+                raise ValueError(f"cannot connect to {addr}: {unavailable}")
             if addr.kind == "tcp":
                 host = canonical_host(addr.host)
                 others = LOOPBACK_NAMES if is_loopback(host) else ()

@@ -158,8 +158,8 @@ def _hard_exit(code: int) -> None:
 async def serve_fds(
     server: Server, in_fd: int, out_fd: int, *, parent_poll: float | None = 0.5
 ) -> None:
-    """Serve one connection over two file descriptors until EOF, a signal (SIGTERM, SIGINT,
-    SIGHUP; on Windows SIGINT, SIGBREAK) or parent death."""
+    """Serve one connection over two file descriptors until EOF, a shutdown signal
+    (`mcpline._platform.SHUTDOWN_SIGNALS`) or parent death."""
     from ..server.connection import Connection
 
     loop = asyncio.get_running_loop()
