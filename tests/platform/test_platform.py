@@ -14,12 +14,18 @@ from typing import Any
 import pytest
 
 from mcpline import _platform
-from mcpline._platform import _psutil, _threads, posix, windows
+from mcpline._platform import _psutil, _threads, windows
 from mcpline.check import runner
+
+if not _platform.WINDOWS:  # the POSIX implementation refuses to load on Windows
+    from mcpline._platform import posix
+
+POSIX = pytest.mark.posix_only(reason="the POSIX implementation does not load on Windows")
 
 # --- one interface ------------------------------------------------------------------------------
 
 
+@POSIX
 def test_both_implementations_provide_the_whole_interface() -> None:
     for impl in (posix, windows):
         missing = [name for name in _platform.API if not hasattr(impl, name)]
@@ -30,11 +36,15 @@ def test_both_implementations_provide_the_whole_interface() -> None:
 
 
 def test_the_implementation_is_chosen_once_at_import() -> None:
-    assert _platform.impl is posix and _platform.NAME == "linux"
+    impl = windows if sys.platform == "win32" else posix
+    assert _platform.impl is impl
+    assert impl.NAME == _platform.NAME
+    if sys.platform.startswith("linux"):
+        assert _platform.NAME == "linux"
     # The names are the implementation's own functions: nothing is dispatched per call.
-    assert _platform.open_reader is posix.open_reader
-    assert _platform.claim_stdio is posix.claim_stdio
-    assert _platform.HOST_WATCHDOG and not _platform.WINDOWS
+    assert _platform.open_reader is impl.open_reader
+    assert _platform.claim_stdio is impl.claim_stdio
+    assert _platform.HOST_WATCHDOG is (impl is posix)
 
 
 def test_unix_sockets_fail_at_once_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,6 +78,8 @@ def test_a_listener_or_client_on_a_unix_address_without_af_unix(
 
 @pytest.fixture
 def no_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    if _platform.WINDOWS:
+        pytest.skip("the POSIX implementation does not load on Windows")
     """This Linux as a POSIX system without /proc."""
     monkeypatch.setattr(posix, "LINUX", False)
     monkeypatch.setattr(posix, "NAME", "macos")
@@ -84,6 +96,7 @@ def test_psutil_is_an_extra_not_an_import_of_mcpline() -> None:
     assert out.stdout.strip() == "False", out.stderr
 
 
+@POSIX
 @pytest.mark.usefixtures("no_proc")
 def test_without_proc_psutil_measures_memory_and_finds_descendants() -> None:
     assert posix.memory_unavailable() is None
@@ -107,6 +120,7 @@ def test_without_proc_psutil_measures_memory_and_finds_descendants() -> None:
         child.wait()
 
 
+@POSIX
 @pytest.mark.usefixtures("no_proc", "no_psutil")
 def test_without_proc_or_psutil_memory_is_not_measured_and_strays_are_not_tracked(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch

@@ -13,9 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ..proc import FIXTURES, REPO, ServerProcess
 
 CORE = FIXTURES / "core_server.py"
+
+pytestmark = pytest.mark.posix_only(reason="simulates Windows on a POSIX Python")
 
 
 def simulate(*extra: str, cwd: Path = REPO) -> dict[str, Any]:

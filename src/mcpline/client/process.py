@@ -375,9 +375,13 @@ class ProcessChannel:
         fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
         if fileobj is None:
             return False
-        if fileobj.closed:  # stdin was gone before its watch could be set (a fast exit)
+        try:  # a file object on POSIX; on Windows a PipeHandle, which has no `closed`
+            fd = None if getattr(fileobj, "closed", False) else fileobj.fileno()
+        except (ValueError, OSError):
+            fd = None
+        if fd is None:  # stdin was gone before its watch could be set (a fast exit)
             return not self._wrote
-        return _unread_bytes(fileobj.fileno()) > 0
+        return _unread_bytes(fd) > 0
 
     def _loss(self) -> ConnectionLost:
         """Why the connection ended, as the error that fails the requests in flight."""
