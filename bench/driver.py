@@ -1,8 +1,10 @@
 """A raw newline-JSON driver: spawns one server over pipes and measures it.
 
 No MCP library is involved on this side: requests are pre-built byte strings and replies
-are checked with a `msgspec` struct that leaves ``result`` undecoded. Server CPU comes from
-``/proc/<pid>/stat`` (utime + stime of every thread), memory from ``/proc/<pid>/status``.
+are checked with a `msgspec` struct that leaves ``result`` undecoded. Server CPU (user +
+system, every thread) and memory (RSS and its peak) come from `mcpline._platform`: Linux
+``/proc``, elsewhere psutil (macOS keeps no peak). The pipes are read with `select`, so the
+driver itself runs on POSIX only.
 
 The driver speaks whatever era the server needs: it first sends ``server/discover`` with the
 2026-07-28 per-request ``_meta``; a server that rejects it gets the ``initialize`` handshake
@@ -23,6 +25,8 @@ from typing import Any
 
 import msgspec
 
+from mcpline import _platform
+
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 META = {
@@ -30,7 +34,6 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "mcpline-bench-driver", "version": "1"},
 }
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 TIMEOUT = 120.0
 
 
@@ -65,21 +68,16 @@ class Usage:
 
     @staticmethod
     def of(pid: int) -> Usage:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-        # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-        return Usage((int(fields[11]) + int(fields[12])) / CLK_TCK)
+        return Usage(_platform.cpu_seconds(pid))
 
 
 def memory(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM (peak RSS) in bytes."""
-    out: dict[str, int] = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(rest.split()[0]) * 1024
-    return out
+    """VmRSS and VmHWM (peak RSS) in bytes; VmHWM is missing where the OS keeps no peak."""
+    got = _platform.process_memory(pid)
+    if got is None:
+        return {}
+    rss, peak = got
+    return {"VmRSS": rss} if peak is None else {"VmRSS": rss, "VmHWM": peak}
 
 
 @dataclass

@@ -5,7 +5,8 @@
 
 Every figure is measured for every server in the same run, servers interleaved round by
 round (the order rotates each round), and the median over rounds is printed with its ratio
-to mcp 2.3.0 and to the floor. Server CPU comes from /proc (utime + stime), not wall time.
+to mcp 2.3.0 and to the floor. Server CPU is user + system time (Linux /proc, elsewhere
+psutil), not wall time.
 The table is written to bench/results/latest.md and every sample to latest.json.
 """
 
@@ -15,7 +16,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from driver import BenchError, Session, Spec  # noqa: E402
+
+from mcpline import _platform  # noqa: E402
 
 MIB = 1 << 20
 
@@ -243,18 +245,7 @@ def targets(results: dict[str, dict[str, list[float]]], name: str) -> str:
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as fh:
-        mem_kib = int(fh.readline().split()[1])
-    return (
-        f"{os.cpu_count()} × {model}, {mem_kib / MIB:.1f} GiB RAM, Linux {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
+    return _platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,35 @@ from typing import Any
 
 import pytest
 
+from mcpline import _platform
+
 from .proc import EXAMPLES, ServerProcess, python_server
+
+PLATFORM_MARKS = {
+    "posix_only": not _platform.WINDOWS,
+    "linux_only": _platform.NAME == "linux",
+}
+"""Each platform marker (registered in pyproject.toml) and whether it runs here."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that needs the ``redis_server`` fixture needs Linux (it provisions Debian's
+    redis-server)."""
+    mark = pytest.mark.linux_only(reason="provisions redis-server from Debian packages")
+    for item in items:
+        if "redis_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(mark)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip tests marked ``posix_only`` / ``linux_only`` elsewhere; each mark needs a reason."""
+    for name, runs_here in PLATFORM_MARKS.items():
+        for mark in item.iter_markers(name):
+            reason = mark.kwargs.get("reason")
+            if not reason:
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{name} needs reason=...")
+            if not runs_here:
+                pytest.skip(f"{name} ({_platform.NAME}): {reason}")
 
 
 @pytest.fixture

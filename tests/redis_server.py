@@ -23,7 +23,6 @@ also runs as a script: ``python tests/redis_server.py [--force]`` provisions and
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -267,6 +266,8 @@ def _apt_install() -> RedisBinary:
 
 @contextlib.contextmanager
 def _locked() -> Iterator[None]:
+    import fcntl  # POSIX only: imported here so that the module loads everywhere
+
     LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK_FILE, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import select
 import signal
 import subprocess
@@ -157,6 +156,7 @@ def test_config_file_selects_the_server(tmp_path: Path) -> None:
     assert both.returncode == 2
 
 
+@pytest.mark.posix_only(reason="a Unix socket listener, ended by a signal")
 def test_server_address(tmp_path: Path) -> None:
     import tempfile
 
@@ -179,6 +179,7 @@ def test_server_address(tmp_path: Path) -> None:
             srv.wait(10)
 
 
+@pytest.mark.linux_only(reason="SIGINT to the CLI, then /proc for the server's exit")
 def test_listen_prints_json_lines_until_interrupted(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
     proc = subprocess.Popen(
@@ -214,6 +215,8 @@ def test_listen_prints_json_lines_until_interrupted(tmp_path: Path) -> None:
 
 def run_in_pty(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
     """Run with stdout and stderr on a pseudo-terminal; return (exit code, everything shown)."""
+    import pty  # POSIX only: imported here so that the module loads everywhere
+
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [MCPLINE, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env
@@ -238,6 +241,7 @@ def run_in_pty(args: list[str], env: dict[str, str] | None = None) -> tuple[int,
     return code, b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 def test_terminal_gets_tables_and_json_flag_forces_json() -> None:
     env = {**os.environ, "COLUMNS": "120"}
     code, shown = run_in_pty(["tools", *SERVER], env)
@@ -247,6 +251,7 @@ def test_terminal_gets_tables_and_json_flag_forces_json() -> None:
     assert code == 0 and '"inputSchema"' in shown
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 def test_terminal_shows_progress_bar_on_stderr(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
     code, shown = run_in_pty(["call", "count", "--", PY, *fake.argv], {**os.environ, **fake.env})
@@ -254,6 +259,7 @@ def test_terminal_shows_progress_bar_on_stderr(tmp_path: Path) -> None:
     assert "█" in shown and "3/3" in shown and "counted" in shown
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 def test_terminal_rendering_of_malformed_results_is_exit_2_with_one_line(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "badtools")
     code, shown = run_in_pty(["tools", "--", PY, *fake.argv], {**os.environ, **fake.env})

@@ -91,6 +91,7 @@ def test_json_for_terminal_is_the_same_json_value() -> None:
 # --- server text on a terminal ----------------------------------------------------------------
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 @pytest.mark.parametrize(
     "command",
     [["tools"], ["call", "hostile"], ["discover"], ["call", "missing"]],
@@ -108,6 +109,7 @@ def test_terminal_shows_hostile_server_text_literally(command: list[str]) -> Non
         assert piece in shown, (piece, shown)
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 def test_json_forced_on_a_terminal_is_exact_and_safe() -> None:
     code, shown = run_in_pty(["call", "hostile", "--json", *TEXT_SERVER])
     assert code == 0
@@ -151,6 +153,7 @@ def test_undeclared_list_is_not_asked_and_exits_0(era: str, command: str, method
     assert method not in sent
 
 
+@pytest.mark.posix_only(reason="runs the CLI on a pseudo-terminal (pty)")
 def test_undeclared_list_on_a_terminal_says_so() -> None:
     code, shown = run_in_pty(["resources", "--", PY, str(QUICKSTART)])
     assert code == 0, shown
@@ -173,6 +176,7 @@ def test_undeclared_read_or_get_is_exit_2_without_asking(command: list[str], met
 # --- listen on a legacy server ----------------------------------------------------------------
 
 
+@pytest.mark.posix_only(reason="SIGINT sent to the CLI")
 def test_legacy_listen_prints_only_what_arrived() -> None:
     proc = subprocess.Popen(
         [MCPLINE, "listen", "--", PY, str(FIXTURES / "cli_text_server.py"), "legacy"],

@@ -487,6 +487,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.linux_only(reason="peak memory from /proc/self/status")
 def test_200mb_without_newline_fails_cleanly_with_bounded_memory(tmp_path: Path) -> None:
     import subprocess
 

@@ -18,6 +18,7 @@ def fake_client(fake: Fake, **kw: Any) -> Client:
     return Client.stdio(**fake.client_kwargs(**kw))
 
 
+@pytest.mark.linux_only(reason="reads /proc to see the server gone")
 def test_aclose_while_the_server_is_starting_leaves_no_process(tmp_path: Path) -> None:
     """aclose() during the handshake used to miss the half-open link: the request then
     completed on a closed client and the server process was never shut down."""

@@ -11,10 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from mcpline.client import Client
 
 from ..proc import FIXTURES
 from .util import QUICKSTART, Fake, kill_if_alive, pid_alive, run, wait_dead
+
+pytestmark = pytest.mark.linux_only(
+    reason="process groups, setsid descendants, and /proc to see them gone"
+)
 
 
 def _reaped(pid: int) -> bool:

@@ -14,6 +14,8 @@ from mcpline.client import Client, ConnectionLost
 
 from .util import run
 
+pytestmark = pytest.mark.posix_only(reason="servers started through /bin/sh")
+
 SCRIPTS = {
     "syntax": "def broken(:\n    pass\n",
     "import": (

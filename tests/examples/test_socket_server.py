@@ -22,6 +22,8 @@ from mcpline.client import ClientError
 
 from ..proc import EXAMPLES
 
+pytestmark = pytest.mark.posix_only(reason="a Unix socket listener, signals and killpg")
+
 BOARD = "board://posts"
 MCPLINE = str(Path(sys.executable).with_name("mcpline"))
 

@@ -21,6 +21,10 @@ from .. import wirecheck
 from ..proc import FIXTURES, ServerProcess, meta
 from .test_legacy import initialize, legacy_request
 
+pytestmark = pytest.mark.linux_only(
+    reason="memory from /proc, select on pipes, killpg, Unix sockets"
+)
+
 FLOOD = FIXTURES / "flood_server.py"
 MIB = 1024 * 1024
 RSS_LIMIT_KB = 100 * 1024

@@ -319,6 +319,7 @@ def test_redis_bus_unreachable_is_bounded_and_logged_once(
     assert not any("secret" in m for m in messages), messages
 
 
+@pytest.mark.linux_only(reason="provisions redis-server from Debian packages")
 def test_redis_bus_reports_what_it_dropped_once_redis_is_back(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

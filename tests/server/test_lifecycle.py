@@ -17,6 +17,10 @@ import pytest
 
 from ..proc import FIXTURES, ServerProcess, meta
 
+pytestmark = pytest.mark.linux_only(
+    reason="SIGTERM/SIGINT/SIGHUP delivery, killpg, and /proc for the orphan"
+)
+
 CORE = FIXTURES / "core_server.py"
 LIFESPAN = FIXTURES / "lifespan_server.py"
 Spawn = Callable[..., ServerProcess]

@@ -206,6 +206,7 @@ def test_listen_arriving_with_end_of_input_still_completes(everything: ServerPro
     assert rest[1]["result"]["_meta"][SUB] == "last"
 
 
+@pytest.mark.posix_only(reason="a catchable SIGTERM")
 def test_graceful_close_on_sigterm(everything: ServerProcess) -> None:
     listen(everything, 1077, toolsListChanged=True)
     everything.signal(signal.SIGTERM)

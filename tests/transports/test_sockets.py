@@ -22,6 +22,8 @@ from mcpline.client import Client, ConnectionLost
 
 from ..proc import EXAMPLES, FIXTURES, meta
 
+pytestmark = pytest.mark.posix_only(reason="Unix socket listeners, signals and killpg")
+
 QUICKSTART = EXAMPLES / "quickstart.py"
 TOUCH_SERVER = FIXTURES / "socket_server.py"
 MCPLINE = str(Path(sys.executable).with_name("mcpline"))

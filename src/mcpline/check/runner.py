@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from .. import __version__
+from .. import __version__, _platform
 from ..jsonrpc import MISSING, is_valid_id, notification, request
 from ..protocol.meta import has_modern_meta, modern_meta
 from ..spec import LOG_LEVEL_KEY, MODERN, PROGRESS_TOKEN_KEY
@@ -141,9 +141,15 @@ class ServerProcess:
             stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
-            start_new_session=True,
             bufsize=0,
+            **_platform.spawn_options(),
         )
+        try:
+            self.tree = _platform.adopt(self.proc.pid)
+        except OSError:
+            self.proc.kill()
+            self.proc.wait()
+            raise
         self._threads = [
             threading.Thread(target=self._read_stdout, name=f"{label}-stdout", daemon=True),
             threading.Thread(target=self._read_stderr, name=f"{label}-stderr", daemon=True),
@@ -398,20 +404,19 @@ class ServerProcess:
             self.proc.send_signal(sig)
 
     def stop(self, grace: float = 3.0) -> int:
-        """Close stdin, wait, then SIGTERM and SIGKILL the process group; reap everything."""
+        """Close stdin, wait, then SIGTERM and SIGKILL the process group (Windows: Ctrl+Break,
+        then ``TerminateJobObject``); reap everything."""
         self.close_stdin()
         code = self.wait_exit(grace)
         if code is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
+            self.tree.terminate()
             code = self.wait_exit(1.0)
         if code is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.tree.kill()
             code = self.proc.wait()
-        # Children that outlived the server (same session) are ours to clean up.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        # Children that outlived the server (same session, or job) are ours to clean up.
+        self.tree.kill()
+        self.tree.release()
         for t in self._threads:
             t.join(5.0)
         for stream in (self.proc.stdout, self.proc.stderr):
@@ -420,7 +425,7 @@ class ServerProcess:
         return code
 
     def rss_bytes(self) -> int | None:
-        """Resident memory of the server and its descendants, from /proc (None elsewhere)."""
+        """Resident memory of the server and its descendants (`tree_rss`)."""
         return tree_rss(self.proc.pid)
 
     @property
@@ -428,43 +433,12 @@ class ServerProcess:
         return self.stderr_tail.decode("utf-8", "replace")
 
 
-def _children_map() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2 :].split()
-        kids.setdefault(int(rest[1]), []).append(int(entry))
-    return kids
-
-
-def _rss_of(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 def tree_rss(pid: int) -> int | None:
-    """Sum of VmRSS over ``pid`` and its descendants (a launcher may wrap the real server)."""
-    if not os.path.isdir(f"/proc/{pid}"):
-        return None
-    kids = _children_map()
-    total, stack, seen = 0, [pid], set()
-    while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        total += _rss_of(p)
-        stack.extend(kids.get(p, []))
-    return total
+    """Resident memory of ``pid`` and its descendants (a launcher may wrap the real server):
+    Linux ``/proc``, elsewhere psutil; None when not measured (`memory_unavailable` says why)."""
+    return _platform.tree_rss(pid)
+
+
+def memory_unavailable() -> str | None:
+    """Why `tree_rss` cannot measure memory on this machine (None when it can)."""
+    return _platform.memory_unavailable()

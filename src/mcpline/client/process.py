@@ -8,11 +8,13 @@ that read its first request and then died may be a legacy server that exits on u
 traffic, or a flaky one: that loss stays retriable. Whether the input was read is told by
 the bytes still waiting in the server's stdin pipe (``FIONREAD``, Linux); elsewhere only a
 server that closed its stdin before we wrote to it is recognised at once.
+
+How the server's process tree is started and ended on each OS (a process group and signals
+on POSIX, a Job Object on Windows) is `mcpline._platform`'s.
 """
 
 from __future__ import annotations
 
-import array
 import asyncio
 import collections
 import contextlib
@@ -26,10 +28,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .. import _platform
 from ..errors import ConnectionLost
 from ..wire import LineBuffer, Oversized
-from ._watchdog import _alive as _group_alive
-from ._watchdog import descendants, running, signal_pids
 from .session import Session
 
 log = logging.getLogger("mcpline.client")
@@ -46,7 +47,8 @@ StderrCallback = Callable[[str], None]
 
 
 class _Watchdog:
-    """One helper process per host that kills registered process groups when the host dies."""
+    """One helper process per host that kills registered process groups when the host dies
+    (POSIX: on Windows each server's Job Object does that, see `_platform.HOST_WATCHDOG`)."""
 
     _lock = threading.Lock()
     _proc: subprocess.Popen[bytes] | None = None
@@ -93,23 +95,7 @@ class _Watchdog:
             cls._send(b"-%d\n" % pgid)
 
 
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _unread_bytes(fd: int) -> int:
-    """Bytes written to the pipe ``fd`` (our end) that its reader has not taken yet; 0 where
-    the platform does not say (``FIONREAD`` on a pipe's write end is Linux behaviour)."""
-    try:
-        import fcntl
-        import termios
-
-        buf = array.array("i", [0])
-        fcntl.ioctl(fd, termios.FIONREAD, buf)
-    except (ImportError, OSError):
-        return 0
-    return buf[0]
+_unread_bytes = _platform.unread_pipe_bytes
 
 
 class _StderrDrain:
@@ -251,6 +237,7 @@ class ProcessChannel:
         self.closing = False
         self.pid = 0
         self.pgid = 0
+        self.tree: _platform.ProcessTree | None = None
         self._transport: asyncio.SubprocessTransport | None = None
         self._protocol: _Protocol | None = None
         self._settle: asyncio.TimerHandle | None = None
@@ -274,7 +261,8 @@ class ProcessChannel:
         term_grace: float = 2.0,
         watchdog: bool = True,
     ) -> ProcessChannel:
-        """Launch ``command args`` in a new process group, stdio on pipes."""
+        """Launch ``command args`` in a new process group (Windows: a Job Object), stdio on
+        pipes."""
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
@@ -293,9 +281,14 @@ class ProcessChannel:
                 stderr=subprocess.PIPE,
                 env=full_env,
                 cwd=cwd,
-                start_new_session=True,
+                **_platform.spawn_options(),
             )
         except OSError as exc:
+            raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
+        try:
+            chan.tree = _platform.adopt(transport.get_pid())
+        except OSError as exc:
+            transport.close()
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
         chan._transport = transport
         chan._protocol = protocol
@@ -313,9 +306,9 @@ class ProcessChannel:
         pipe = stdin.get_extra_info("pipe") if stdin is not None else None
         if stdin is not None and pipe is not None and not stdin.is_closing():
             stdin.set_protocol(_StdinWatch(stdin.get_protocol(), chan, pipe.fileno()))
-        chan.pid = transport.get_pid()
-        chan.pgid = chan.pid  # start_new_session makes it the leader of its own group
-        if watchdog and os.name == "posix":
+        chan.pid = chan.tree.pid
+        chan.pgid = chan.tree.pgid
+        if watchdog and _platform.HOST_WATCHDOG:
             await loop.run_in_executor(None, _Watchdog.register, chan.pgid)
         session.channel = chan
         return chan
@@ -382,9 +375,13 @@ class ProcessChannel:
         fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
         if fileobj is None:
             return False
-        if fileobj.closed:  # stdin was gone before its watch could be set (a fast exit)
+        try:  # a file object on POSIX; on Windows a PipeHandle, which has no `closed`
+            fd = None if getattr(fileobj, "closed", False) else fileobj.fileno()
+        except (ValueError, OSError):
+            fd = None
+        if fd is None:  # stdin was gone before its watch could be set (a fast exit)
             return not self._wrote
-        return _unread_bytes(fileobj.fileno()) > 0
+        return _unread_bytes(fd) > 0
 
     def _loss(self) -> ConnectionLost:
         """Why the connection ended, as the error that fails the requests in flight."""
@@ -439,31 +436,34 @@ class ProcessChannel:
     async def aclose(self) -> None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear the rest of the tree.
 
-        The server's descendants are listed first (`descendants`: Linux ``/proc``), so that
-        those that left its process group (``setsid``) are ended too, even once the server's
-        exit has re-parented them; without ``/proc`` only the group is signalled.
+        The server's descendants are listed first (`ProcessTree.descendants`: Linux ``/proc``,
+        else psutil), so that those that left its process group (``setsid``) are ended too,
+        even once the server's exit has re-parented them; without them only the group is
+        signalled. On Windows SIGTERM is Ctrl+Break to the server's process group and SIGKILL
+        ``TerminateJobObject``; the job holds every descendant.
         """
         if self._closed:
             return
         self._closed = True
         self.closing = True
         transport = self._transport
-        if transport is None:
+        tree = self.tree
+        if transport is None or tree is None:
             return
         try:
-            strays = await self.loop.run_in_executor(None, descendants, self.pid)
+            strays = await self.loop.run_in_executor(None, tree.descendants)
             stdin = transport.get_pipe_transport(0)
             if stdin is not None:
                 stdin.close()
             if not await self._wait_exit(self.close_grace):
                 log.info("%s did not exit after stdin closed; sending SIGTERM", self.label)
-                _killpg(self.pgid, signal.SIGTERM)
+                tree.terminate()
                 if not await self._wait_exit(self.term_grace):
                     log.warning("%s ignored SIGTERM; sending SIGKILL", self.label)
-                    _killpg(self.pgid, signal.SIGKILL)
+                    tree.kill()
                     await self._wait_exit(5.0)
-            await self._clear_group()
-            await self._clear_strays(strays)
+            await self._clear_group(tree)
+            await self._clear_strays(tree, strays)
         finally:
             if self._settle is not None:
                 self._settle.cancel()
@@ -471,31 +471,32 @@ class ProcessChannel:
                 ConnectionLost(f"{self.label} was shut down", retriable=False)
             )
             transport.close()
-            if os.name == "posix":
+            tree.release()
+            if _platform.HOST_WATCHDOG:
                 await self.loop.run_in_executor(None, _Watchdog.unregister, self.pgid)
 
-    async def _clear_group(self) -> None:
+    async def _clear_group(self, tree: _platform.ProcessTree) -> None:
         """Processes the server started (a wrapper's children) must not outlive it."""
-        if not _group_alive(self.pgid):
+        if not tree.alive():
             return
-        _killpg(self.pgid, signal.SIGTERM)
+        tree.terminate()
         deadline = time.monotonic() + self.term_grace
         while time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-            if not _group_alive(self.pgid):
+            if not tree.alive():
                 return
-        _killpg(self.pgid, signal.SIGKILL)
+        tree.kill()
 
-    async def _clear_strays(self, strays: dict[int, int]) -> None:
+    async def _clear_strays(self, tree: _platform.ProcessTree, strays: dict[int, float]) -> None:
         """SIGTERM, then SIGKILL, the listed descendants still running outside the group."""
-        live = signal_pids(strays, signal.SIGTERM)
+        live = tree.end_strays(strays, force=False)
         if live:
             log.info("%s left %d process(es) outside its group; ending them", self.label, len(live))
         deadline = time.monotonic() + self.term_grace
         while live and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-            live = {pid: start for pid, start in live.items() if running(pid, start)}
-        signal_pids(live, signal.SIGKILL)
+            live = {pid: start for pid, start in live.items() if tree.stray_running(pid, start)}
+        tree.end_strays(live, force=True)
 
 
 __all__ = ["ProcessChannel", "StderrCallback"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from .._platform import unix_sockets_unavailable
 from ..addresses import (
     LOOPBACK_NAMES,
     auth_line,
@@ -97,6 +98,9 @@ class SocketChannel:
     ) -> SocketChannel:
         try:
             addr = parse_address(address)
+            unavailable = unix_sockets_unavailable() if addr.kind == "unix" else None
+            if unavailable:
+                raise ValueError(f"cannot connect to {addr}: {unavailable}")
             if addr.kind == "tcp":
                 host = canonical_host(addr.host)
                 others = LOOPBACK_NAMES if is_loopback(host) else ()

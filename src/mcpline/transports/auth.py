@@ -18,6 +18,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from .._platform import owned_by_current_user
 from ..addresses import AUTH_METHOD, token_dir, token_path
 
 MAX_FIRST_LINE = 4096
@@ -122,7 +123,7 @@ def write_token_file(host: str, port: int, token: str) -> Path:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.lstat(directory)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        if not stat.S_ISDIR(st.st_mode) or not owned_by_current_user(st):
             raise ValueError(f"{directory} is not a directory owned by the current user")
         if stat.S_IMODE(st.st_mode) & 0o077:
             os.chmod(directory, 0o700)

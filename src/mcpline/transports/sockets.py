@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
 import stat
 import sys
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._platform import install_shutdown_signals, unix_sockets_unavailable
 from ..addresses import TOKEN_ENV, Address, canonical_host, check_token, is_loopback, parse_address
 from .auth import Gate, Verdict, new_token, write_token_file
 
@@ -215,6 +215,9 @@ async def serve_socket(
         addr = parse_address(address)
     except ValueError as exc:
         raise ListenError(str(exc)) from None
+    unavailable = unix_sockets_unavailable() if addr.kind == "unix" else None
+    if unavailable:
+        raise ListenError(unavailable)
     if max_connections < 1:
         raise ListenError("the connection limit must be at least 1")
     if idle_timeout is not None and idle_timeout <= 0:
@@ -282,9 +285,7 @@ async def serve_socket(
                     "included, is not encrypted",
                     bound,
                 )
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, stop.set)
+        install_shutdown_signals(loop, lambda sig: stop.set())
         print(f"mcpline: listening on {bound}", file=sys.stderr, flush=True)
         if ready is not None:
             ready(bound)
@@ -317,7 +318,8 @@ def _remove_stale_socket(path: str) -> None:
         raise ListenError(f"{path} is a symbolic link; give the socket's own path")
     if not stat.S_ISSOCK(st.st_mode):
         raise ListenError(f"{path} exists and is not a socket")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Only reached where unix_sockets_unavailable() found AF_UNIX (Windows may lack it).
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # type: ignore[attr-defined,unused-ignore]
     try:
         probe.connect(path)
     except OSError:

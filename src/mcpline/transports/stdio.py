@@ -3,7 +3,8 @@
 The protocol owns the real stdout: at start the original fd 1 is duplicated for protocol
 output, and fd 1 itself (and ``sys.stdout``) is pointed at stderr, so ``print()``, C
 libraries and child processes cannot corrupt the stream. fd 0 is likewise replaced by
-``/dev/null`` so that child processes cannot swallow protocol input.
+``/dev/null`` (``nul`` on Windows) so that child processes cannot swallow protocol input.
+How each step is done on each OS is `mcpline._platform`'s.
 """
 
 from __future__ import annotations
@@ -13,14 +14,20 @@ import contextlib
 import gc
 import logging
 import os
-import selectors
 import signal
-import stat
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from .._platform import claim_stdio as claim_stdio  # re-exported: `mcpline run` claims early
+from .._platform import (
+    install_shutdown_signals,
+    open_reader,
+    open_writer,
+    parent_monitor,
+)
 
 if TYPE_CHECKING:
     from ..server.connection import Connection
@@ -28,38 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.server")
 
-READ_CHUNK = 256 * 1024
 EXIT_JOIN_TIMEOUT = 0.25
 """How long exit waits for leftover threads (e.g. a sync tool ignoring cancellation)."""
-
-_claimed: tuple[int, int] | None = None
-
-
-def claim_stdio() -> tuple[int, int]:
-    """Take fds 0 and 1 for the protocol; return (input fd, output fd).
-
-    Afterwards fd 1 and ``sys.stdout`` point at stderr and fd 0 at ``/dev/null``. Calling
-    it again returns the same pair, so a launcher can claim before importing user code.
-    """
-    global _claimed
-    if _claimed is not None:
-        return _claimed
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    in_fd = os.dup(0)
-    out_fd = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    _claimed = (in_fd, out_fd)
-    return _claimed
-
-
-def _close_fd(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(fd)
 
 
 def configure_logging() -> None:
@@ -69,38 +46,6 @@ def configure_logging() -> None:
         level = os.environ.get("MCPLINE_LOG_LEVEL", "WARNING").upper()
         fmt = "%(levelname)s %(name)s: %(message)s"
         logging.basicConfig(stream=sys.stderr, level=level, format=fmt)
-
-
-def pollable(fd: int) -> bool:
-    """Whether the event loop can watch ``fd``: pipes, sockets and terminals can; regular
-    files and ``/dev/null`` (which epoll refuses) cannot."""
-    mode = os.fstat(fd).st_mode
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-        return False
-    try:
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-class _ReadProtocol(asyncio.Protocol):
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.eof = False
-
-    def data_received(self, data: bytes) -> None:
-        self.conn.data_received(data)
-
-    def eof_received(self) -> bool:
-        self.eof = True
-        self.conn.eof_received()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.eof:
-            self.conn.eof_received()
 
 
 class _WriteProtocol(asyncio.BaseProtocol):
@@ -125,7 +70,8 @@ class _WriteProtocol(asyncio.BaseProtocol):
 
 
 class Writer:
-    """Protocol output: an asyncio pipe transport, or blocking writes for regular files."""
+    """Protocol output: a loop transport (a pipe; on Windows a writer thread), or blocking
+    writes for regular files."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -134,16 +80,11 @@ class Writer:
         self.failed = False
 
     async def open(self) -> None:
-        if not pollable(self.fd):
-            return
-        pipe = os.fdopen(self.fd, "wb", buffering=0, closefd=False)
-        try:
-            self.transport, self.protocol = await asyncio.get_running_loop().connect_write_pipe(
-                _WriteProtocol, pipe
-            )
-        except OSError:
-            # e.g. /dev/null, which epoll refuses: fall back to blocking writes.
-            self.transport = self.protocol = None
+        opened = await open_writer(self.fd, _WriteProtocol)
+        if opened is not None:
+            transport, protocol = opened
+            assert isinstance(protocol, _WriteProtocol)
+            self.transport, self.protocol = transport, protocol
 
     def attach(self, conn: Connection) -> None:
         if self.protocol is not None:
@@ -183,61 +124,17 @@ class Writer:
             os.close(self.fd)
 
 
-Controls = tuple[Callable[[], None], Callable[[], None], Callable[[], None]]
-
-
-async def open_reader(fd: int, conn: Connection) -> Controls:
-    """Start feeding ``fd`` to ``conn``; return (pause, resume, close)."""
-    loop = asyncio.get_running_loop()
-    if pollable(fd):
-        pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
-        try:
-            transport, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(conn), pipe)
-        except OSError:
-            pass  # e.g. /dev/null, which epoll refuses: read on a thread instead
-        else:
-
-            def close() -> None:
-                transport.close()
-                loop.call_soon(_close_fd, fd)
-
-            return transport.pause_reading, transport.resume_reading, close
-    # A regular file (or anything the event loop cannot poll): read it on a thread.
-    gate = threading.Event()
-    gate.set()
-    stop = threading.Event()
-
-    def pump() -> None:
-        while not stop.is_set():
-            gate.wait()
-            try:
-                chunk = os.read(fd, READ_CHUNK)
-            except OSError:
-                chunk = b""
-            if stop.is_set():
-                return
-            try:
-                if not chunk:
-                    loop.call_soon_threadsafe(conn.eof_received)
-                    return
-                loop.call_soon_threadsafe(conn.data_received, chunk)
-            except RuntimeError:  # the loop is closed: we are exiting
-                return
-
-    threading.Thread(target=pump, name="mcpline-stdin", daemon=True).start()
-    return gate.clear, gate.set, stop.set
-
-
 async def watch_parent(conn: Connection, interval: float) -> None:
     """Close the connection when the process that launched us is gone.
 
-    An orphan is re-parented (to init or a subreaper), so a changed parent pid means the
-    launcher died, even if something else still holds our stdin open.
+    On POSIX an orphan is re-parented, so a changed parent pid means the launcher died,
+    even if something else still holds our stdin open; on Windows the parent's process
+    handle says so (`mcpline._platform.parent_monitor`).
     """
-    parent = os.getppid()
+    parent, gone = parent_monitor()
     while not conn.closing.is_set():
         await asyncio.sleep(interval)
-        if os.getppid() != parent:
+        if gone():
             log.warning("the process that launched this server (pid %d) is gone; exiting", parent)
             conn.begin_shutdown("parent process exited")
             return
@@ -261,7 +158,8 @@ def _hard_exit(code: int) -> None:
 async def serve_fds(
     server: Server, in_fd: int, out_fd: int, *, parent_poll: float | None = 0.5
 ) -> None:
-    """Serve one connection over two file descriptors until EOF, a signal or parent death."""
+    """Serve one connection over two file descriptors until EOF, a shutdown signal
+    (`mcpline._platform.SHUTDOWN_SIGNALS`) or parent death."""
     from ..server.connection import Connection
 
     loop = asyncio.get_running_loop()
@@ -298,9 +196,7 @@ async def serve_fds(
         controls += [p, r]
         if held[0]:
             p()
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, _on_signal, conn, sig)
+        remove_signals = install_shutdown_signals(loop, lambda sig: _on_signal(conn, sig))
         watcher = loop.create_task(watch_parent(conn, parent_poll)) if parent_poll else None
         try:
             await conn.closing.wait()
@@ -310,9 +206,7 @@ async def serve_fds(
                 watcher.cancel()
             await conn.close()
             await writer.aclose()
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                    loop.remove_signal_handler(sig)
+            remove_signals()
 
 
 def serve_stdio(

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ...spec import DISCOVER
 from ..corpus import Corpus, Fuzzer
 from ..fuzz import fuzz_server, soak_server
-from ..model import FAIL, PASS, WARN, CheckContext
+from ..model import FAIL, PASS, SKIP, WARN, CheckContext
+from ..runner import memory_unavailable
 
 
 def corpus(ctx: CheckContext) -> Corpus:
@@ -116,13 +117,16 @@ def run_fuzz(ctx: CheckContext) -> None:
         ),
     )
     growth = rep.rss_growth
+    unmeasured = memory_unavailable() if growth is None else None
     ctx.add(
         "fuzz.memory",
-        WARN if growth is not None and growth > 0.25 else PASS,
+        SKIP if unmeasured else WARN if growth is not None and growth > 0.25 else PASS,
         "mcpline rec: bounded memory whatever the peer sends (refines spec: "
         "basic/transports/stdio)",
         f"RSS {_mib(rep.rss_start)} after warm-up → {_mib(rep.rss_end)} at the end ({growth:+.1%})"
         if growth is not None
+        else f"RSS {unmeasured}"
+        if unmeasured
         else "RSS not available (/proc)",
     )
 
@@ -165,9 +169,10 @@ def run_soak(ctx: CheckContext) -> None:
             f"{rep.problems} problems; hung={rep.hung} crashed={rep.crashed}"
         ),
     )
+    unmeasured = memory_unavailable() if growth is None else None
     ctx.add(
         "soak.memory",
-        (PASS if growth < 0.05 else WARN) if growth is not None else WARN,
+        (PASS if growth < 0.05 else WARN) if growth is not None else SKIP if unmeasured else WARN,
         "mcpline rec: memory stays flat under sustained load (growth after warm-up under 5 %) "
         "(refines spec: basic/transports/stdio)",
         (
@@ -175,5 +180,7 @@ def run_soak(ctx: CheckContext) -> None:
             f"({growth:+.2%}), peak {_mib(rep.peak)}"
         )
         if growth is not None
+        else f"RSS {unmeasured}"
+        if unmeasured
         else "too few RSS samples",
     )

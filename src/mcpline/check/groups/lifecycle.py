@@ -6,8 +6,9 @@ from __future__ import annotations
 import signal
 import time
 
+from ... import _platform
 from ...spec import TOOLS_CALL
-from ..model import PASS, WARN, CheckContext
+from ..model import PASS, SKIP, WARN, CheckContext
 
 
 def run(ctx: CheckContext) -> None:
@@ -64,6 +65,19 @@ def run(ctx: CheckContext) -> None:
             ),
         )
         p.stop(grace=0.2)
+    sigterm_rule = (
+        "mcpline rec: treat SIGTERM like EOF; clients escalate SIGTERM then SIGKILL (refines "
+        "spec: basic/transports/stdio#shutdown)"
+    )
+    if "SIGTERM" not in _platform.SHUTDOWN_SIGNALS:
+        ctx.add(
+            "lifecycle.sigterm",
+            SKIP,
+            sigterm_rule,
+            f"no catchable SIGTERM on {_platform.NAME} (a client's TerminateProcess cannot be "
+            "caught): shutdown there is stdin EOF",
+        )
+        return
     p = ctx.spawn("sigterm")
     ctx.wait_ready(p)
     t0 = time.monotonic()
@@ -82,8 +96,7 @@ def run(ctx: CheckContext) -> None:
     ctx.add(
         "lifecycle.sigterm",
         status,
-        "mcpline rec: treat SIGTERM like EOF; clients escalate SIGTERM then SIGKILL (refines "
-        "spec: basic/transports/stdio#shutdown)",
+        sigterm_rule,
         seen,
     )
     p.stop()

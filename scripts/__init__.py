@@ -1,0 +1,1 @@
+"""Developer scripts (not shipped): ``python -m scripts.ci``."""
