@@ -284,13 +284,8 @@ def run_loop(coro: Any, use_uvloop: bool | None = None) -> Any:
 
 
 __all__ = [
-    "claim_stdio",
     "configure_logging",
-    "Controls",
     "EXIT_JOIN_TIMEOUT",
-    "open_reader",
-    "pollable",
-    "READ_CHUNK",
     "run_loop",
     "serve_fds",
     "serve_stdio",
