@@ -255,27 +255,44 @@ class HttpChannel:
     # --- sending ----------------------------------------------------------------------
 
     async def _send(
-        self, verb: str, headers: dict[str, str], content: bytes | None = None
+        self,
+        verb: str,
+        headers: dict[str, str],
+        content: bytes | None = None,
+        rid: RequestId | None = None,
     ) -> httpx2.Response:
         """One HTTP exchange, streamed; with OAuth, challenges are answered and it is sent
-        again with the new token."""
+        again with the new token (the clock of request ``rid`` stops meanwhile: the user
+        may be consenting)."""
         auth = self.server.auth
         while True:
             h = dict(headers)
+            generation = 0
             if auth is not None:
-                h.update(await auth.headers(self._http))
+                h.update(await auth.headers(self._http, self.url))
+                generation = auth.generation
             request = self._http.build_request(verb, self.url, headers=h, content=content)
             response = await self._http.send(request, stream=True)
-            if auth is not None and response.status_code in (401, 403):
-                retry = await auth.challenged(
-                    self._http,
-                    response.status_code,
-                    response.headers.get_list("www-authenticate"),
-                    self.url,
-                )
-                if retry:
-                    await response.aclose()
-                    continue
+            if auth is not None:
+                if response.status_code in (401, 403):
+                    if rid is not None:
+                        self.session.pause(rid)
+                    try:
+                        retry = await auth.challenged(
+                            self._http,
+                            response.status_code,
+                            response.headers.get_list("www-authenticate"),
+                            self.url,
+                            generation,
+                        )
+                    finally:
+                        if rid is not None:
+                            self.session.resume(rid)
+                    if retry:
+                        await response.aclose()
+                        continue
+                elif response.status_code < 400:
+                    auth.succeeded()
             return response
 
     async def _post_message(self, method: str | None, line: bytes) -> None:
@@ -316,7 +333,7 @@ class HttpChannel:
                 headers.pop(VERSION_HEADER, None)
         inbound = session.new_inbound()
         try:
-            response = await self._send("POST", headers, line)
+            response = await self._send("POST", headers, line, rid)
             try:
                 await self._answer(rid, method, modern, response, inbound)
             finally:

@@ -220,6 +220,26 @@ class Session:
         if not p.future.done():
             p.future.set_exception(exc)
 
+    def pause(self, rid: RequestId) -> None:
+        """Stop the clock of request ``rid`` (the user is authorizing it, say) until
+        `resume`."""
+        p = self._pending.get(rid)
+        if p is not None:
+            p.deadline = p.hard_deadline = None
+
+    def resume(self, rid: RequestId) -> None:
+        """Start the clock of request ``rid`` afresh: its whole timeouts from now."""
+        p = self._pending.get(rid)
+        if p is None:
+            return
+        now = self.loop.time()
+        if p.timeout is not None:
+            p.deadline = now + p.timeout
+            self._arm(p.deadline)
+        if p.max_timeout is not None:
+            p.hard_deadline = now + p.max_timeout
+            self._arm(p.hard_deadline)
+
     def _dispatch(self, event: Event) -> None:
         kind = type(event)
         if kind is Response:
