@@ -87,11 +87,12 @@ def _check_headers(headers: Mapping[str, str]) -> None:
             raise ValueError(f"invalid HTTP header {name!r}")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class HttpServer:
     """A server at an ``http(s)://`` MCP endpoint (the Streamable HTTP binding).
 
-    ``headers`` go on every request (left out of the repr, as they often hold keys); ``auth``
+    ``headers`` go on every request (the repr shows neither them nor the URL's credentials or
+    query, as they often hold keys); ``auth``
     is an `mcpline.client.oauth.OAuth` for servers that want OAuth 2.1. ``connect_timeout``
     bounds connecting and sending a request (how long an answer may take is the client's
     ``timeout``); at most ``max_redirects`` redirects are followed; ``verify`` is the TLS
@@ -121,6 +122,11 @@ class HttpServer:
     @property
     def label(self) -> str:
         return _redacted(self.url)
+
+    def __repr__(self) -> str:
+        # The URL's credentials and query, the headers and the auth state stay out.
+        extra = ", auth=OAuth" if self.auth is not None else ""
+        return f"HttpServer({self.label!r}{extra})"
 
     async def open(self, session: Session) -> HttpChannel:
         channel = HttpChannel(session, self)
