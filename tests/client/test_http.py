@@ -6,6 +6,7 @@ bounded memory)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import tracemalloc
@@ -371,3 +372,47 @@ def test_header_values_that_could_inject_are_refused() -> None:
     with pytest.raises(ValueError):
         HttpServer("ftp://example.com/mcp")
     assert "secret" not in repr(HttpServer("http://u:secret@127.0.0.1:1/mcp?k=secret"))
+
+
+def test_a_listen_stream_survives_the_server_closing_it() -> None:
+    async def handler(req: Request, w: asyncio.StreamWriter) -> None:
+        msg = req.json()
+        rid = msg["id"]
+        if msg["method"] == "server/discover":
+            respond_json(w, discover_result(rid))
+            return
+        assert msg["method"] == "subscriptions/listen"
+        assert req.headers["mcp-method"] == "subscriptions/listen"
+        start_events(w)
+        meta = {"io.modelcontextprotocol/subscriptionId": rid}
+        for method, params in (
+            (
+                "notifications/subscriptions/acknowledged",
+                {"notifications": {"toolsListChanged": True}},
+            ),
+            ("notifications/tools/list_changed", {}),
+        ):
+            note = {"jsonrpc": "2.0", "method": method, "params": {**params, "_meta": meta}}
+            w.write(b"data: " + json.dumps(note).encode() + b"\n\n")
+            await w.drain()
+        w.close()  # no result: the stream was lost, not ended
+
+    async def main() -> None:
+        async with fake_server(handler) as srv, Client.http(srv.url) as c:
+            got = []
+            async with c.listen(prompts=False, resources=False) as listener:
+                async for note in listener:
+                    got.append(note.method)
+                    if len(got) == 4:
+                        break
+            assert (
+                got
+                == [
+                    "notifications/subscriptions/acknowledged",
+                    "notifications/tools/list_changed",
+                ]
+                * 2
+            )
+            assert listener.establishments >= 2
+
+    run(main())

@@ -851,10 +851,13 @@ class Listener:
 
     async def _run(self) -> None:
         client = self.client
+        loop = asyncio.get_running_loop()
+        quick = 0
         try:
             while True:
                 link = await client._ensure_link()
                 self.establishments += 1
+                began = loop.time()
                 try:
                     if link.description.era == MODERN:
                         await self._listen_modern(link)
@@ -865,6 +868,13 @@ class Listener:
                     if not exc.retriable or client._closed:
                         raise
                     log.info("listen stream lost (%s); re-establishing it", exc)
+                    # A stream the server keeps ending at once (HTTP) is retried with backoff.
+                    o = client.options
+                    quick = quick + 1 if loop.time() - began < o.stable_after else 0
+                    if quick > 1:
+                        await asyncio.sleep(
+                            min(o.restart_backoff * 2 ** (quick - 2), o.max_backoff)
+                        )
         except Exception as exc:  # a ClientError, or anything unexpected: the reader sees it
             self._put(exc)
 
