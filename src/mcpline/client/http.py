@@ -46,6 +46,7 @@ from ..spec import (
     INITIALIZED,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    LISTEN,
     PROTOCOL_VERSION_KEY,
     TOOLS_CALL,
 )
@@ -91,7 +92,8 @@ def _check_headers(headers: Mapping[str, str]) -> None:
 class HttpServer:
     """A server at an ``http(s)://`` MCP endpoint (the Streamable HTTP binding).
 
-    ``headers`` go on every request (the repr shows neither them nor the URL's credentials or
+    At most ``max_connections`` requests are on the wire at once (more wait their turn; listen
+    and GET streams have connections of their own). ``headers`` go on every request (the repr shows neither them nor the URL's credentials or
     query, as they often hold keys); ``auth``
     is an `mcpline.client.oauth.OAuth` for servers that want OAuth 2.1. ``connect_timeout``
     bounds connecting and sending a request (how long an answer may take is the client's
@@ -104,6 +106,7 @@ class HttpServer:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     auth: OAuth | None = field(default=None, repr=False)
     connect_timeout: float = 10.0
+    max_connections: int = 32
     max_redirects: int = 5
     verify: bool | str = True
     close_grace: float = 2.0
@@ -147,19 +150,32 @@ class HttpChannel:
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id``, once ``initialize`` was answered with one."""
         self._httpx = httpx2
-        self._http = httpx2.AsyncClient(
-            timeout=httpx2.Timeout(server.connect_timeout, read=None, pool=None),
-            follow_redirects=True,
-            max_redirects=server.max_redirects,
-            verify=server.verify,
-            limits=httpx2.Limits(max_connections=256, max_keepalive_connections=64),
-        )
+        self._http = self._pool(server.max_connections)
+        self._long: httpx2.AsyncClient | None = None
+        """Connections for streams that stay open (listen, the legacy GET stream), apart so
+        that they never hold the request pool's places."""
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._modern: set[RequestId] = set()
         self._sends: set[asyncio.Task[None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._get: asyncio.Task[None] | None = None
         self._closed = False
+
+    def _pool(self, size: int | None) -> httpx2.AsyncClient:
+        import httpx2
+
+        return httpx2.AsyncClient(
+            timeout=httpx2.Timeout(self.server.connect_timeout, read=None, pool=None),
+            follow_redirects=True,
+            max_redirects=self.server.max_redirects,
+            verify=self.server.verify,
+            limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size),
+        )
+
+    def _long_pool(self) -> httpx2.AsyncClient:
+        if self._long is None:
+            self._long = self._pool(None)
+        return self._long
 
     # --- from the session -------------------------------------------------------------
 
@@ -212,6 +228,8 @@ class HttpChannel:
                     self.server.close_grace,
                 )
         await self._http.aclose()
+        if self._long is not None:
+            await self._long.aclose()
         self.session.connection_lost(
             ConnectionLost(f"{self.label}: the client closed the connection", retriable=False)
         )
@@ -266,6 +284,8 @@ class HttpChannel:
         headers: dict[str, str],
         content: bytes | None = None,
         rid: RequestId | None = None,
+        *,
+        long: bool = False,
     ) -> httpx2.Response:
         """One HTTP exchange, streamed; with OAuth, challenges are answered and it is sent
         again with the new token (the clock of request ``rid`` stops meanwhile: the user
@@ -277,8 +297,9 @@ class HttpChannel:
             if auth is not None:
                 h.update(await auth.headers(self._http, self.url))
                 generation = auth.generation
-            request = self._http.build_request(verb, self.url, headers=h, content=content)
-            response = await self._http.send(request, stream=True)
+            http = self._long_pool() if long else self._http
+            request = http.build_request(verb, self.url, headers=h, content=content)
+            response = await http.send(request, stream=True)
             if auth is not None:
                 if response.status_code in (401, 403):
                     if rid is not None:
@@ -339,7 +360,7 @@ class HttpChannel:
                 headers.pop(VERSION_HEADER, None)
         inbound = session.new_inbound()
         try:
-            response = await self._send("POST", headers, line, rid)
+            response = await self._send("POST", headers, line, rid, long=method == LISTEN)
             try:
                 await self._answer(rid, method, modern, response, inbound)
             finally:
@@ -493,7 +514,7 @@ class HttpChannel:
             headers = self._legacy_headers(sse=True)
             headers["Last-Event-ID"] = parser.last_event_id
             await response.aclose()
-            response = await self._send("GET", headers)
+            response = await self._send("GET", headers, long=True)
             kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
             if response.status_code != 200 or kind != "text/event-stream":
                 raise ConnectionLost(
@@ -530,7 +551,7 @@ class HttpChannel:
                 headers["Last-Event-ID"] = last
             retry = DEFAULT_RETRY
             try:
-                response = await self._send("GET", headers)
+                response = await self._send("GET", headers, long=True)
                 try:
                     kind = response.headers.get("content-type", "").split(";")[0].strip()
                     if response.status_code == 405:
