@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     started = dt.datetime.now(dt.timezone.utc)
     samples: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for name, script in SERVERS.items():
-        server, url = start_server(script)
+        proc, url = start_server(script)
         try:
             for rnd in range(args.rounds):
                 for kind in CLIENTS if rnd % 2 == 0 else CLIENTS[::-1]:
@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
         finally:
-            server.terminate()
-            server.wait(10)
+            proc.terminate()
+            proc.wait(10)
 
     def med(kind: str, server: str, *path: str) -> float:
         vals: list[float] = []
