@@ -263,6 +263,18 @@ def _origin(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
+def _default_endpoints(origin: str) -> dict[str, Any]:
+    """The endpoints a 2025-03-26 authorization server without metadata has
+    (2025-03-26 basic/authorization#fallbacks-for-servers-without-metadata-discovery)."""
+    return {
+        "issuer": origin,
+        "authorization_endpoint": origin + "/authorize",
+        "token_endpoint": origin + "/token",
+        "registration_endpoint": origin + "/register",
+        "code_challenge_methods_supported": ["S256"],
+    }
+
+
 def _short(text: Any, limit: int = 200) -> str:
     return " ".join(str(text).split())[:limit]
 
@@ -594,18 +606,26 @@ class OAuth:
 
         prm = await self._resource_metadata(http, url, params)
         if prm is None:
-            raise AuthError(f"{canonical(url)} wants authorization but publishes no metadata")
-        resource = prm.get("resource")
-        if not isinstance(resource, str) or not covers(resource, url):
-            raise AuthError(
-                f"the protected resource metadata is for {_short(resource, 100)!r}, "
-                f"not for {canonical(url)}; refusing to authorize"
-            )
-        servers = [s for s in prm.get("authorization_servers") or [] if isinstance(s, str)]
-        if not servers:
-            raise AuthError("the protected resource metadata names no authorization server")
-        issuer = servers[0]
-        meta = await self._server_metadata(http, issuer)
+            # A 2025-03-26 server: no resource metadata; the authorization server is the
+            # server's origin, with its metadata or, failing that, the default endpoints.
+            issuer, resource, prm = _origin(url), canonical(url), {}
+            try:
+                meta = await self._server_metadata(http, issuer)
+            except AuthError:
+                meta = _default_endpoints(issuer)
+        else:
+            named = prm.get("resource")
+            if not isinstance(named, str) or not covers(named, url):
+                raise AuthError(
+                    f"the protected resource metadata is for {_short(named, 100)!r}, "
+                    f"not for {canonical(url)}; refusing to authorize"
+                )
+            resource = named
+            servers = [s for s in prm.get("authorization_servers") or [] if isinstance(s, str)]
+            if not servers:
+                raise AuthError("the protected resource metadata names no authorization server")
+            issuer = servers[0]
+            meta = await self._server_metadata(http, issuer)
         if "S256" not in (meta.get("code_challenge_methods_supported") or []):
             raise AuthError(f"{issuer} does not support PKCE with S256; refusing to authorize")
         scope = self._scope(params, prm, meta, step_up)
