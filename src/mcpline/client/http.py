@@ -92,14 +92,14 @@ def _check_headers(headers: Mapping[str, str]) -> None:
 class HttpServer:
     """A server at an ``http(s)://`` MCP endpoint (the Streamable HTTP binding).
 
-    At most ``max_connections`` requests are on the wire at once (more wait their turn; listen
-    and GET streams have connections of their own). ``headers`` go on every request (the repr shows neither them nor the URL's credentials or
-    query, as they often hold keys); ``auth``
-    is an `mcpline.client.oauth.OAuth` for servers that want OAuth 2.1. ``connect_timeout``
-    bounds connecting and sending a request (how long an answer may take is the client's
-    ``timeout``); at most ``max_redirects`` redirects are followed; ``verify`` is the TLS
-    verification (a CA bundle path, or False). Closing a legacy session sends DELETE, for
-    at most ``close_grace`` seconds.
+    ``headers`` go on every request; ``auth`` is an `mcpline.client.oauth.OAuth` for servers
+    that want OAuth 2.1 (the repr shows neither, nor the URL's credentials or query, as they
+    often hold keys). ``connect_timeout`` bounds connecting and sending a request (how long
+    an answer may take is the client's ``timeout``). At most ``max_connections`` requests are
+    on the wire at once (more wait their turn; listen and GET streams have connections of
+    their own); at most ``max_redirects`` redirects are followed; ``verify`` is the TLS
+    verification (a CA bundle path, or False). Closing a legacy session sends DELETE, for at
+    most ``close_grace`` seconds.
     """
 
     url: str
@@ -223,16 +223,17 @@ class HttpChannel:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.session_id is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    self._http.delete(self.url, headers=self._legacy_headers(sse=False)),
-                    self.server.close_grace,
-                )
+                await asyncio.wait_for(self._delete(), self.server.close_grace)
         await self._http.aclose()
         if self._long is not None:
             await self._long.aclose()
         self.session.connection_lost(
             ConnectionLost(f"{self.label}: the client closed the connection", retriable=False)
         )
+
+    async def _delete(self) -> None:
+        response = await self._send("DELETE", self._legacy_headers(sse=False))
+        await response.aclose()
 
     # --- tasks ------------------------------------------------------------------------
 

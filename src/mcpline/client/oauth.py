@@ -639,7 +639,7 @@ class OAuth:
             redirect_uri=self.redirect_uri,
             scope=scope,
             state=state,
-            code_challenge=create_s256_code_challenge(verifier),
+            code_challenge=create_s256_code_challenge(verifier),  # type: ignore[no-untyped-call]
             code_challenge_method="S256",
             resource=resource,
         )
@@ -707,7 +707,7 @@ class OAuth:
             "Accept": "application/json",
         }
         auth = ClientAuth(client["client_id"], client.get("client_secret"), client["method"])
-        endpoint, headers, body = auth.prepare("POST", meta["token_endpoint"], headers, body)
+        endpoint, headers, body = auth.prepare("POST", meta["token_endpoint"], headers, body)  # type: ignore[no-untyped-call]
         try:
             response = await http.post(
                 endpoint, content=body, headers=headers, timeout=self.timeout
