@@ -6,8 +6,8 @@ extension of `mcpline.client.session.Channel`); the channel POSTs it and feeds t
 body, or each SSE ``data`` payload, back through a pipeline of its own per stream
 (`Session.new_inbound`), so the session's line limit bounds every event.
 
-Both eras of the binding (spec: 2026-07-28 basic/transports/streamable-http; 2025-11-25
-basic/transports#streamable-http):
+Both eras of the binding (the specification's 2026-07-28 page basic/transports/streamable-http
+and the 2025-11-25 page basic/transports, "Streamable HTTP"):
 
 * a request with modern ``_meta`` is sent statelessly with ``MCP-Protocol-Version``,
   ``Mcp-Method``, ``Mcp-Name`` and the tool's ``Mcp-Param-*`` headers; cancelling it closes

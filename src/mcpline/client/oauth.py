@@ -1,4 +1,4 @@
-"""OAuth 2.1 for HTTP servers that want it (spec: 2026-07-28 basic/authorization).
+"""OAuth 2.1 for HTTP servers that want it (the 2026-07-28 specification's basic/authorization).
 
 Give ``Client.http`` an `OAuth`; the first 401 starts the flow and every request carries
 the token from then on::
@@ -208,7 +208,7 @@ async def browser_redirect(url: str, redirect_uri: str, *, timeout: float = 300.
 
 
 def loopback_redirect_uri(path: str = "/callback") -> str:
-    """A redirect URI on a free loopback port (RFC 8252 §7.3)."""
+    """A redirect URI on a free loopback port (RFC 8252, section 7.3)."""
     import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -439,7 +439,7 @@ class OAuth:
         self, http: httpx2.AsyncClient, url: str, params: dict[str, str]
     ) -> dict[str, Any] | None:
         """The protected resource metadata: the challenge's URL, else the path-aware and
-        the root well-known locations (RFC 9728 §3)."""
+        the root well-known locations (RFC 9728, section 3)."""
         candidates = []
         if params.get("resource_metadata"):
             candidates.append(params["resource_metadata"])
@@ -462,7 +462,7 @@ class OAuth:
         return servers[0] if servers and isinstance(servers[0], str) else None
 
     async def _server_metadata(self, http: httpx2.AsyncClient, issuer: str) -> dict[str, Any]:
-        """The authorization server's metadata (RFC 8414 §3 and OpenID Connect discovery, in
+        """The authorization server's metadata (RFC 8414 section 3 and OpenID Connect discovery, in
         the spec's order), whose ``issuer`` must be exactly the one looked up."""
         from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 

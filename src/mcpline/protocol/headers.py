@@ -1,6 +1,7 @@
 """The Streamable HTTP binding's request headers, sans-I/O: ``Mcp-Name``, the Base64 sentinel
-and the ``x-mcp-header`` tool-parameter mirroring (spec: basic/transports/streamable-http,
-"Request Metadata" and "Custom Headers from Tool Parameters").
+and the ``x-mcp-header`` tool-parameter mirroring (the specification's page
+basic/transports/streamable-http, "Request Metadata" and "Custom Headers from Tool
+Parameters").
 
 Pure functions on JSON values, shared by any peer that writes or checks these headers::
 
@@ -75,7 +76,7 @@ def encode_value(value: str) -> str:
 def decode_value(value: str) -> str:
     """The text a header value stands for (strict: a malformed sentinel raises ValueError).
 
-    Optional whitespace around the value is not part of it (RFC 9110 §5.5)."""
+    Optional whitespace around the value is not part of it (RFC 9110, section 5.5)."""
     value = value.strip(" \t")
     if not (
         value.startswith(SENTINEL_START)
