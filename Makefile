@@ -28,4 +28,5 @@ bench: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/client.py
+	$(BIN)/python bench/http_client.py
 	$(BIN)/python bench/scaling.py

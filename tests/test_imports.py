@@ -67,3 +67,16 @@ def test_every_top_level_name_resolves_and_the_errors_are_exported() -> None:
     from importlib.metadata import version as installed
 
     assert version == installed("mcpline")  # the metadata is built from the one string
+
+
+def test_a_stdio_client_loads_no_http_library() -> None:
+    heavy = fresh(
+        "import json, sys\n"
+        "import mcpline, mcpline.client\n"
+        "from mcpline.client import Client\n"
+        "Client.stdio('server')\n"
+        "Client.http('http://127.0.0.1:1/mcp')\n"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('httpx2', 'httpx', 'httpcore2', 'authlib', 'anyio'))))"
+    )
+    assert heavy == []

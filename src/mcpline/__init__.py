@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
 from .errors import (
+    AuthError,
     ClientClosed,
     ClientError,
     ConnectionLost,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from .server.server import Server
 
 __all__ = [
+    "AuthError",
     "Client",
     "ClientClosed",
     "ClientError",

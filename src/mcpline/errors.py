@@ -15,6 +15,7 @@
         │   └── VersionMismatch         no protocol version in common
         ├── RequestTimeout          no answer in time (the request was cancelled)
         ├── ConnectionLost          the process exited or the socket closed first
+        ├── AuthError               authorization with the server's authorization server failed
         ├── InputDeclined           an input the host could not or would not give
         └── ClientClosed            the client was closed
 
@@ -198,6 +199,11 @@ class ConnectionLost(ClientError):
         self.retriable = retriable
 
 
+class AuthError(ClientError):
+    """Authorization failed: discovery, registration, the user's consent or the token
+    endpoint (HTTP only). The message never holds a token or a client secret."""
+
+
 class InputDeclined(ClientError):
     """A multi round-trip request needed an input the host could not or would not provide."""
 
@@ -207,6 +213,7 @@ class ClientClosed(ClientError):
 
 
 __all__ = [
+    "AuthError",
     "ClientClosed",
     "ClientError",
     "ConnectionLost",

@@ -139,7 +139,7 @@ def test_config_file_selects_the_server(tmp_path: Path) -> None:
             {
                 "mcpServers": {
                     "calc": {"command": PY, "args": [str(QUICKSTART)], "env": {"X_TEST": "1"}},
-                    "web": {"type": "http", "url": "https://example.invalid/mcp"},
+                    "web": {"type": "http", "url": "http://127.0.0.1:9/mcp"},
                 }
             }
         )
@@ -150,8 +150,8 @@ def test_config_file_selects_the_server(tmp_path: Path) -> None:
     assert proc.returncode == 0 and json.loads(proc.stdout)["structuredContent"] == {"result": 3.0}
     missing = cli("tools", "--config", str(config), "--name", "nope")
     assert missing.returncode == 2 and "no server named 'nope'" in one_line_error(missing)
-    web = cli("tools", "--config", str(config), "--name", "web")
-    assert web.returncode == 2 and "not a stdio server" in one_line_error(web)
+    web = cli("tools", "--config", str(config), "--name", "web", "--timeout", "10")
+    assert web.returncode == 2 and "cannot connect to http://127.0.0.1:9/mcp" in one_line_error(web)
     both = cli("tools", "--config", str(config), "--name", "calc", "--", PY, str(QUICKSTART))
     assert both.returncode == 2
 

@@ -128,8 +128,6 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
     ours, theirs = runs["mcpline"], runs["sdk"]
     today = datetime.date.today().isoformat()
     lines = [
-        "# Conformance",
-        "",
         "The official MCP conformance suite "
         f"(`@modelcontextprotocol/conformance@{provision.CONFORMANCE_VERSION}`, server scenarios) "
         "against `mcpline run examples/servers/everything.py --http 127.0.0.1:PORT`, beside the "
@@ -161,7 +159,7 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
         ours_by = ours[sel.title].by_scenario()
         theirs_by = theirs[sel.title].by_scenario()
         names = list(ours_by) + [n for n in theirs_by if n not in ours_by]
-        lines += ["", f"## {sel.title}", ""]
+        lines += ["", f"### {sel.title}", ""]
         head = "| scenario | scored | mcpline | official SDK |"
         lines += [head, "|---|---|---|---|"]
         for name in names:
@@ -178,10 +176,26 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+BEGIN = "<!-- server:begin"
+END = "<!-- server:end -->"
+
+
+def splice(document: str, section: str) -> str:
+    """``document`` with the part between its server markers replaced by ``section`` (the
+    client results beside it are kept); the section alone when there are no markers."""
+    start = document.find(BEGIN)
+    end = document.find(END)
+    if start < 0 or end < start:
+        return section
+    start = document.index("\n", start) + 1
+    return document[:start] + section + document[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     target = Path(args[0]) if args else REPO / "docs" / "conformance.md"
-    text = render(collect())
+    old = target.read_text("utf-8") if target.exists() else ""
+    text = splice(old, render(collect()))
     target.write_text(text, "utf-8")
     print(f"wrote {target}", file=sys.stderr)
     return 0

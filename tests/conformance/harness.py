@@ -46,8 +46,12 @@ REVISIONS = ("2025-11-25", "2026-07-28")
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+CLIENT_RESULT_DIR = re.compile(r"^(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
 RUNNING = re.compile(r"^=== Running scenario: (?P<scenario>\S+) ===$")
-RUNNING_ONE = re.compile(r"^Running client scenario '(?P<scenario>[^']+)' against server")
+RUNNING_ONE = re.compile(
+    r"^(?:Running client scenario '(?P<scenario>[^']+)' against server"
+    r"|Starting scenario: (?P<client_scenario>\S+))"
+)
 SUMMARY = re.compile(r"^[✓✗] (?P<scenario>\S+): (?P<passed>\d+) passed, (?P<failed>\d+) failed")
 NOT_SCORED = re.compile(r"^\s+[✓✗] (?P<scenario>\S+) \((?P<reason>[^)]+)\)$")
 SKIPPED_ONE = re.compile(r"^SKIPPED: scenario '(?P<scenario>[^']+)' is not applicable")
@@ -152,8 +156,26 @@ def _verdict(checks: Sequence[Check]) -> tuple[str, str]:
     return SKIP, "no check passed or failed" + (f" ({len(checks)} info/skipped)" if checks else "")
 
 
-def parse_run(stdout: str, output_dir: Path) -> list[ScenarioResult]:
-    """Results of one ``conformance server`` run from its stdout and ``--output-dir``."""
+def _result_files(output_dir: Path, pattern: re.Pattern[str]) -> dict[str, Path]:
+    """scenario → checks.json; a client run nests ``auth/NAME`` results one level down."""
+    files: dict[str, Path] = {}
+    if not output_dir.is_dir():
+        return files
+    for child in sorted(output_dir.iterdir()):
+        if not child.is_dir():
+            continue
+        if (m := pattern.match(child.name)) and (child / "checks.json").is_file():
+            files[m["scenario"]] = child / "checks.json"
+        elif pattern is CLIENT_RESULT_DIR:
+            for sub in sorted(child.iterdir()):
+                if (m := pattern.match(sub.name)) and (sub / "checks.json").is_file():
+                    files[f"{child.name}/{m['scenario']}"] = sub / "checks.json"
+    return files
+
+
+def parse_run(stdout: str, output_dir: Path, *, client: bool = False) -> list[ScenarioResult]:
+    """Results of one ``conformance server`` (or ``client``) run from its output and
+    ``--output-dir``."""
     lines = [ANSI.sub("", line).rstrip() for line in stdout.splitlines()]
     order: list[str] = []
     summary: dict[str, tuple[int, int]] = {}
@@ -162,8 +184,9 @@ def parse_run(stdout: str, output_dir: Path) -> list[ScenarioResult]:
     in_not_scored = False
     for line in lines:
         if m := RUNNING.match(line) or RUNNING_ONE.match(line):
-            if m["scenario"] not in order:
-                order.append(m["scenario"])
+            name = m["scenario"] or m.groupdict().get("client_scenario")
+            if name not in order:
+                order.append(name)
         elif m := SKIPPED_ONE.match(line):
             skipped.add(m["scenario"])
             order.append(m["scenario"])
@@ -174,11 +197,7 @@ def parse_run(stdout: str, output_dir: Path) -> list[ScenarioResult]:
         elif m := SUMMARY.match(line):
             summary[m["scenario"]] = (int(m["passed"]), int(m["failed"]))
 
-    files: dict[str, Path] = {}
-    if output_dir.is_dir():
-        for child in sorted(output_dir.iterdir()):
-            if (m := RESULT_DIR.match(child.name)) and (child / "checks.json").is_file():
-                files[m["scenario"]] = child / "checks.json"
+    files = _result_files(output_dir, CLIENT_RESULT_DIR if client else RESULT_DIR)
     for name in files:
         if name not in order:
             order.append(name)
@@ -280,6 +299,107 @@ def run_server(
             f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}"
         )
     return run
+
+
+def client_args(
+    command: str,
+    *,
+    requirements: str | None = None,
+    suite: str | None = None,
+    scenario: str | None = None,
+    spec_version: str | None = None,
+    timeout_ms: int | None = None,
+) -> list[str]:
+    if requirements is not None and (suite or scenario or spec_version):
+        raise ValueError("a requirement set already fixes the scenarios and the wire version")
+    if scenario is not None and suite is not None:
+        raise ValueError("give a scenario or a suite, not both")
+    args = ["client", "--command", command]
+    for flag, value in (
+        ("--requirements", requirements),
+        ("--suite", suite),
+        ("--scenario", scenario),
+        ("--spec-version", spec_version),
+        ("--timeout", None if timeout_ms is None else str(timeout_ms)),
+    ):
+        if value is not None:
+            args += [flag, value]
+    return args
+
+
+def run_client(
+    command: str,
+    *,
+    requirements: str | None = None,
+    suite: str | None = None,
+    scenario: str | None = None,
+    spec_version: str | None = None,
+    timeout_ms: int | None = None,
+    timeout: float = 1800.0,
+) -> ServerRun:
+    """Run ``conformance client --command COMMAND`` and parse every scenario's result.
+
+    The suite appends each scenario server's URL to ``command`` and runs it with ``sh -c``.
+    Under ``requirements`` or ``suite`` the scenarios run in parallel."""
+    args = client_args(
+        command,
+        requirements=requirements,
+        suite=suite,
+        scenario=scenario,
+        spec_version=spec_version,
+        timeout_ms=timeout_ms,
+    )
+    with tempfile.TemporaryDirectory(prefix="conformance-client-") as tmp:
+        out = Path(tmp) / "results"
+        cmd = [*provision.conformance_command(), *args, "--output-dir", str(out)]
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=tmp,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise HarnessError(f"conformance run exceeded {timeout:.0f}s: {' '.join(cmd)}") from e
+        seconds = time.monotonic() - started
+        run = ServerRun(cmd, proc.returncode, proc.stdout, proc.stderr, seconds)
+        run.results = parse_run(proc.stdout + "\n" + proc.stderr, out, client=True)
+    if not run.results:
+        raise HarnessError(
+            f"conformance exited {proc.returncode} and ran no scenario: {' '.join(cmd)}\n"
+            f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}"
+        )
+    return run
+
+
+def scored_failures(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
+    """Scenarios a requirement run scores that have a FAILURE check (WARNING does not fail
+    a requirement run)."""
+    return [r for r in results if r.scored is not False and (r.status == FAIL or not r.checks)]
+
+
+def rerun_alone(
+    command: str, run: ServerRun, spec_version: str, *, attempts: int = 2
+) -> dict[str, ScenarioResult]:
+    """Run each scored failure of a parallel ``run`` again, alone (timing-sensitive
+    scenarios miss their windows when 40 clients start at once on two cores, which is why
+    the python-sdk does the same); the last result of each, by scenario."""
+    final: dict[str, ScenarioResult] = {}
+    for failed in scored_failures(run.results):
+        for _ in range(attempts):
+            solo = run_client(command, scenario=failed.scenario, spec_version=spec_version)
+            [result] = [r for r in solo.results if r.scenario == failed.scenario] or [
+                ScenarioResult(failed.scenario, FAIL, "no result when run alone")
+            ]
+            final[failed.scenario] = result
+            if result.status != FAIL and result.checks:
+                break
+    return final
 
 
 def _cell(text: str, limit: int = 300) -> str:

@@ -1,8 +1,10 @@
 """Client subcommands: ``call``, ``tools``, ``discover``, ``resources``, ``read``, ``prompts``,
 ``get`` and ``listen``.
 
-The server is ``-- SERVER_CMD [ARGS...]``, ``--server unix:PATH|tcp:HOST:PORT`` or
-``--config FILE --name NAME`` (the ``mcpServers`` format MCP hosts use). Output is JSON, or
+The server is ``-- SERVER_CMD [ARGS...]``, ``--server unix:PATH|tcp:HOST:PORT|URL`` (an
+``http(s)://`` endpoint, with ``--header 'K: V'`` options) or ``--config FILE --name NAME``
+(the ``mcpServers`` format MCP hosts use: ``command`` entries, or ``url`` ones with
+``headers``; ``${VAR}`` and ``${VAR:-default}`` are expanded in every value). Output is JSON, or
 tables when stdout is a terminal (``--json`` forces JSON); on a terminal every piece of
 server text goes through `for_terminal` (JSON through `json_for_terminal`). Exit codes: 0
 success, 1 a tool result with ``isError: true``, 2 a protocol or transport failure (one line
@@ -16,9 +18,11 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._version import version
@@ -56,7 +60,18 @@ class _DashDashParser(argparse.ArgumentParser):
 
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("server selection (one of)")
-    g.add_argument("--server", metavar="ADDRESS", help="connect to unix:PATH or tcp:HOST:PORT")
+    g.add_argument(
+        "--server",
+        metavar="ADDRESS",
+        help="connect to unix:PATH, tcp:HOST:PORT or an http(s)://HOST/mcp endpoint",
+    )
+    g.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for every request to an http(s) server (repeatable)",
+    )
     g.add_argument(
         "--token-file",
         metavar="PATH",
@@ -148,10 +163,48 @@ def register(sub: Any) -> None:
 # --- server selection ----------------------------------------------------------------------
 
 
-def load_config(
-    path: str, name: str | None
-) -> tuple[str, list[str], dict[str, str] | None, str | None]:
-    """The (command, args, env, cwd) of server ``name`` in an ``mcpServers`` config file."""
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand(value: str, where: str) -> str:
+    """``${VAR}`` and ``${VAR:-default}`` in a config value, from the environment; an unset
+    variable without a default is an error naming it and ``where`` it is used."""
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        got = os.environ.get(name)
+        if got is not None and (got or default is None):
+            return got
+        if default is not None:
+            return default
+        raise UsageError(f"{where} uses ${{{name}}}, which is not set (write ${{{name}:-default}})")
+
+    return _VAR.sub(sub, value)
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One ``mcpServers`` entry: a command to launch (stdio) or an ``http(s)`` URL."""
+
+    name: str
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _strings(value: Any, what: str, name: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise UsageError(f"server {name!r}: {what} must be an object of strings")
+    return {k: expand(v, f"server {name!r} {what}.{k}") for k, v in value.items()}
+
+
+def load_config(path: str, name: str | None) -> ConfigEntry:
+    """Server ``name`` of an ``mcpServers`` config file, ``${VAR}`` expanded everywhere."""
     try:
         with open(path, encoding="utf-8-sig") as f:
             data = json.load(f)
@@ -172,32 +225,69 @@ def load_config(
         raise UsageError(
             f"no server named {name!r} in {path} (have: {', '.join(servers) or 'none'})"
         )
+    kind = entry.get("type")
+    if kind in ("http", "streamable-http", "streamableHttp") or (
+        kind is None and "url" in entry and "command" not in entry
+    ):
+        url = entry.get("url")
+        if not isinstance(url, str) or not url:
+            raise UsageError(f"server {name!r}: an http server needs a url")
+        url = expand(url, f"server {name!r} url")
+        if not url.startswith(("http://", "https://")):
+            raise UsageError(f"server {name!r}: url must be http:// or https://")
+        return ConfigEntry(name, url=url, headers=_strings(entry.get("headers"), "headers", name))
     command = entry.get("command")
     if not isinstance(command, str) or not command:
-        kind = entry.get("type") or ("url" if "url" in entry else "?")
         raise UsageError(
-            f"server {name!r} is not a stdio server (type {kind}); mcpline speaks stdio and sockets"
+            f"server {name!r} is neither a stdio server (command) nor an http one (url); "
+            f"its type is {kind or '?'}"
         )
     args = entry.get("args") or []
-    env = entry.get("env")
     cwd = entry.get("cwd")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise UsageError(f"server {name!r}: args must be a list of strings")
-    if env is not None and (
-        not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values())
-    ):
-        raise UsageError(f"server {name!r}: env must be an object of strings")
     if cwd is not None and not isinstance(cwd, str):
         raise UsageError(f"server {name!r}: cwd must be a string")
+    env = _strings(entry.get("env"), "env", name) if entry.get("env") is not None else None
     if cwd is not None:
+        cwd = expand(cwd, f"server {name!r} cwd")
         cwd = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(cwd))
-    return command, args, env, cwd
+    return ConfigEntry(
+        name,
+        command=expand(command, f"server {name!r} command"),
+        args=[expand(a, f"server {name!r} args[{i}]") for i, a in enumerate(args)],
+        env=env,
+        cwd=cwd,
+    )
+
+
+def parse_headers(values: Sequence[str]) -> dict[str, str]:
+    """``--header 'Name: value'`` options as a dict."""
+    headers: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip() or any(c in item for c in "\r\n"):
+            raise UsageError(f"--header wants 'Name: value', got {item!r:.80}")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _http_transport(url: str, headers: dict[str, str]) -> Transport:
+    from ..client.http import HttpServer
+    from ..client.oauth import FileTokenStore, OAuth
+
+    # A server that answers 401 gets the browser flow; tokens are kept (0600) for next time.
+    auth = OAuth(client_name="mcpline-cli", store=FileTokenStore())
+    try:
+        return HttpServer(url, headers, auth, close_grace=1.0)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def make_client(args: argparse.Namespace) -> Client:
     """The client for the server the command line names, with the one-shot options: the
     deadline is ``--timeout`` (server start and era probe included), shutdown graces 1 s."""
-    from ..client import Client, SocketServer, StdioServer
+    from ..client import SocketServer, StdioServer
 
     chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
     if chosen != 1:
@@ -207,10 +297,16 @@ def make_client(args: argparse.Namespace) -> Client:
         )
     if args.name and not args.config:
         raise UsageError("--name needs --config")
+    is_http = (args.server or "").startswith(("http://", "https://"))
     if args.token_file and not (args.server or "").startswith("tcp:"):
         raise UsageError("--token-file needs --server tcp:HOST:PORT")
+    if args.header and not (is_http or args.config):
+        raise UsageError("--header needs an http(s) server")
+    headers = parse_headers(args.header)
     transport: Transport
-    if args.server:
+    if is_http:
+        transport = _http_transport(args.server, headers)
+    elif args.server:
         from ..addresses import parse_address, read_token_file
 
         try:
@@ -221,7 +317,14 @@ def make_client(args: argparse.Namespace) -> Client:
         transport = SocketServer(args.server, token=token, close_grace=1.0)
     else:
         if args.config:
-            command, cmd_args, env, cwd = load_config(args.config, args.name)
+            entry = load_config(args.config, args.name)
+            if entry.url is not None:
+                transport = _http_transport(entry.url, {**entry.headers, **headers})
+                return _client(args, transport)
+            if headers:
+                raise UsageError("--header needs an http(s) server")
+            assert entry.command is not None
+            command, cmd_args, env, cwd = entry.command, entry.args, entry.env, entry.cwd
         else:
             command, cmd_args, env, cwd = args.server_cmd[0], args.server_cmd[1:], None, None
         transport = StdioServer(
@@ -233,6 +336,12 @@ def make_client(args: argparse.Namespace) -> Client:
             close_grace=1.0,
             term_grace=1.0,
         )
+    return _client(args, transport)
+
+
+def _client(args: argparse.Namespace, transport: Transport) -> Client:
+    from ..client import Client
+
     return Client(
         transport,
         timeout=args.timeout,
@@ -314,6 +423,8 @@ def _configure_logging(verbose: bool) -> None:
     if verbose:
         logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="mcpline: %(message)s")
         logging.getLogger("mcpline.client.server_stderr").setLevel(logging.WARNING)
+        # Request lines would show URLs, whose query may hold a key.
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
     else:
         logging.getLogger("mcpline").setLevel(logging.CRITICAL)
 

@@ -1,10 +1,12 @@
 """The mcpline client: launch or connect to any MCP server (modern or legacy) and use it
-reliably. Start with `Client.stdio(command, args)` or `Client.connect(address)`, or give
-`Client` a transport value: ``Client(StdioServer(command, args), timeout=10)``."""
+reliably. Start with `Client.stdio(command, args)`, `Client.connect(address)` or
+`Client.http(url)`, or give `Client` a transport value:
+``Client(StdioServer(command, args), timeout=10)``."""
 
 from __future__ import annotations
 
 from ..errors import (
+    AuthError,
     ClientClosed,
     ClientError,
     ConnectionLost,
@@ -16,16 +18,19 @@ from ..errors import (
 )
 from .client import Client, Listener, ServerNotification
 from .era import ServerDescription
+from .http import HttpServer
 from .mrtr import InputHandlers
 from .options import ClientOptions
 from .transports import SocketServer, StdioServer, Transport
 
 __all__ = [
+    "AuthError",
     "Client",
     "ClientClosed",
     "ClientError",
     "ClientOptions",
     "ConnectionLost",
+    "HttpServer",
     "InputDeclined",
     "InputHandlers",
     "Listener",

@@ -27,6 +27,7 @@ from ..spec import (
     ACKNOWLEDGED,
     COMPLETE,
     DISCOVER,
+    HEADER_MISMATCH,
     IDEMPOTENT_METHODS,
     INITIALIZE,
     LIST_CHANGED,
@@ -63,6 +64,7 @@ from .transports import SocketServer, StdioServer, Transport
 
 if TYPE_CHECKING:
     from ..server.server import Server
+    from .oauth import OAuth
 
 log = logging.getLogger("mcpline.client")
 
@@ -185,6 +187,8 @@ class Client:
         self._probe_deaths = 0
         self._closed = False
         self._tool_hints: dict[str, dict[str, Any]] = {}
+        self._tool_headers: dict[str, Any] = {}
+        """Each listed tool's ``x-mcp-header`` parameters (an HTTP channel mirrors them)."""
         self._listeners: set[Listener] = set()
         self.restarts = 0
         """How many times the server was restarted (or reconnected) so far."""
@@ -209,6 +213,25 @@ class Client:
         the file the listener wrote for its address; see docs/sockets.md)."""
         server = _split(SocketServer, options, "address")
         return cls(SocketServer(address, **server), **options)
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        auth: OAuth | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client for the Streamable HTTP endpoint ``url`` (``http://…/mcp``), either era.
+
+        ``headers`` go on every request; ``auth`` (an `mcpline.client.oauth.OAuth`) handles
+        servers that want OAuth 2.1. ``options`` are those of `HttpServer`
+        (``connect_timeout``, ``max_redirects``, ``verify``, ``close_grace``) and of
+        `Client`. Needs the ``http`` extra (``pip install 'mcpline[http]'``)."""
+        from .http import HttpServer
+
+        server = _split(HttpServer, options, "url", "headers", "auth")
+        return cls(HttpServer(url, dict(headers or {}), auth, **server), **options)
 
     @classmethod
     def memory(cls, server: Server, **options: Any) -> Client:
@@ -344,6 +367,7 @@ class Client:
             label=self.transport.label,
             max_server_requests=o.max_server_requests,
         )
+        session.tool_headers = self._tool_headers
         channel = await self.transport.open(session)
         self._opening = channel
         try:
@@ -595,10 +619,34 @@ class Client:
         return merged
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        """Every tool (cursors followed). Remembers which tools are read-only/idempotent."""
+        """Every tool (cursors followed). Remembers which tools are read-only/idempotent.
+
+        Over HTTP, a tool whose ``x-mcp-header`` annotations break the spec's constraints
+        is left out, with a warning naming it and why."""
         tools = (await self.list_all(TOOLS_LIST, "tools"))["tools"]
+        if getattr(self.transport, "mirrors_tool_headers", False):
+            tools = self._check_header_params(tools)
         self._remember_tools(tools)
         return tools  # type: ignore[no-any-return]
+
+    def _check_header_params(self, tools: list[Any]) -> list[Any]:
+        from ..protocol.headers import InvalidHeaderAnnotation, header_params
+
+        kept = []
+        found: dict[str, Any] = {}
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            try:
+                params = header_params(tool.get("inputSchema") if isinstance(tool, dict) else None)
+            except InvalidHeaderAnnotation as exc:
+                log.warning("tool %r left out: %s", name, exc)
+                continue
+            kept.append(tool)
+            if params and isinstance(name, str):
+                found[name] = params
+        self._tool_headers.clear()
+        self._tool_headers.update(found)
+        return kept
 
     def _remember_tools(self, tools: list[Any]) -> None:
         self._tool_hints = {
@@ -627,14 +675,30 @@ class Client:
             params["arguments"] = arguments
         if idempotent is None:
             idempotent = self.tool_is_idempotent(name)
-        return await self.request(
-            TOOLS_CALL,
-            params,
-            timeout=timeout,
-            max_timeout=max_timeout,
-            on_progress=on_progress,
-            idempotent=idempotent,
-        )
+        try:
+            return await self.request(
+                TOOLS_CALL,
+                params,
+                timeout=timeout,
+                max_timeout=max_timeout,
+                on_progress=on_progress,
+                idempotent=idempotent,
+            )
+        except ServerError as exc:
+            if exc.code != HEADER_MISMATCH:
+                raise
+            # Our Mcp-Param-* headers disagree with the server: its tool definitions may
+            # have changed since we listed them. List them again and retry once.
+            log.info("%s %s: %s; listing the tools again", TOOLS_CALL, name, exc)
+            await self.list_tools()
+            return await self.request(
+                TOOLS_CALL,
+                params,
+                timeout=timeout,
+                max_timeout=max_timeout,
+                on_progress=on_progress,
+                idempotent=idempotent,
+            )
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return (await self.list_all(RESOURCES_LIST, "resources"))["resources"]  # type: ignore[no-any-return]
@@ -787,10 +851,13 @@ class Listener:
 
     async def _run(self) -> None:
         client = self.client
+        loop = asyncio.get_running_loop()
+        quick = 0
         try:
             while True:
                 link = await client._ensure_link()
                 self.establishments += 1
+                began = loop.time()
                 try:
                     if link.description.era == MODERN:
                         await self._listen_modern(link)
@@ -801,6 +868,13 @@ class Listener:
                     if not exc.retriable or client._closed:
                         raise
                     log.info("listen stream lost (%s); re-establishing it", exc)
+                    # A stream the server keeps ending at once (HTTP) is retried with backoff.
+                    o = client.options
+                    quick = quick + 1 if loop.time() - began < o.stable_after else 0
+                    if quick > 1:
+                        await asyncio.sleep(
+                            min(o.restart_backoff * 2 ** (quick - 2), o.max_backoff)
+                        )
         except Exception as exc:  # a ClientError, or anything unexpected: the reader sees it
             self._put(exc)
 

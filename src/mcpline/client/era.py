@@ -14,6 +14,7 @@ from ..spec import (
     DISCOVER,
     INITIALIZE,
     INITIALIZED,
+    INVALID_PARAMS,
     LEGACY_URL_ELICITATION_FROM,
     LEGACY_VERSIONS,
     MODERN_ERROR_CODES,
@@ -128,7 +129,7 @@ async def probe(
                 raise
             raise FallBack(f"the server went away during the probe ({exc})", died=True) from None
         except ServerError as exc:
-            if exc.code not in MODERN_ERROR_CODES:
+            if exc.code not in MODERN_ERROR_CODES and not _names_meta(exc):
                 raise FallBack(
                     f"{DISCOVER} answered with error {exc.code}: {exc.message}"
                 ) from None
@@ -163,6 +164,11 @@ async def probe(
             # The result came under a version we will not use; ask again under the chosen one.
             continue
         return describe_discover(result, version)
+
+
+def _names_meta(exc: ServerError) -> bool:
+    """-32602 about ``_meta``: a modern server that could not use this request's ``_meta``."""
+    return exc.code == INVALID_PARAMS and "_meta" in exc.message
 
 
 def points_to_modern(exc: ServerError, modern_versions: Sequence[str] = MODERN_VERSIONS) -> bool:
@@ -204,6 +210,7 @@ async def initialize(
     agreed = result["protocolVersion"]
     if agreed not in legacy_versions:
         raise VersionMismatch(list(legacy_versions), [agreed])
+    session.agreed_version = agreed
     await session.notify(INITIALIZED)
     info_out = result.get("serverInfo")
     caps_out = result.get("capabilities")

@@ -86,7 +86,13 @@ class CallbackTasks:
 
 
 class Channel(Protocol):
-    """A byte stream to one server."""
+    """A byte stream to one server.
+
+    A message-oriented channel (HTTP) may also define ``write_message(message, line)``: the
+    session then hands it each outgoing message as the dict it encoded, with its line, and
+    never calls ``write``. Such a channel feeds each response stream through its own
+    `Session.new_inbound` and `Session.dispatch`, so that streams never mix their lines.
+    """
 
     label: str
 
@@ -147,6 +153,7 @@ class Session:
         self.accept_requests = False
         """Answer server-initiated requests (only a legacy-era session does)."""
         self._ids = ids if ids is not None else itertools.count(1)
+        self._max_line_bytes = max_line_bytes
         self._inbound = Inbound(
             max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
         )
@@ -169,6 +176,12 @@ class Session:
         """One timer for every request's deadlines (no timer per request), armed for the
         earliest deadline it knows of; it checks all pending requests and re-arms."""
         self._sweep_at = 0.0
+        self.tool_headers: dict[str, Any] = {}
+        """The ``x-mcp-header`` parameters of each listed tool, by name (set by the client;
+        an HTTP channel mirrors them into ``Mcp-Param-*`` headers)."""
+        self.agreed_version: str | None = None
+        """The legacy protocol version ``initialize`` agreed on (HTTP sends it as a header)."""
+        self._trace_recv = functools.partial(trace, "recv") if trace else None
 
     # --- input --------------------------------------------------------------------------
 
@@ -182,6 +195,50 @@ class Session:
         for event in self._inbound.eof():
             self._dispatch(event)
         self.connection_lost(reason if isinstance(reason, ClientError) else ConnectionLost(reason))
+
+    def new_inbound(self) -> Inbound:
+        """A pipeline like the session's own (same line limit and trace), for one stream of
+        a message-oriented channel; its events go to `dispatch`."""
+        return Inbound(self._max_line_bytes, on_line=self._trace_recv)
+
+    def dispatch(self, event: Event) -> None:
+        """Act on one event of a stream read through `new_inbound`."""
+        if not self.closed:
+            self._dispatch(event)
+
+    def is_pending(self, rid: RequestId) -> bool:
+        """True while request ``rid`` waits for its answer."""
+        return rid in self._pending
+
+    def fail(self, rid: RequestId, exc: ClientError) -> None:
+        """Fail request ``rid`` with ``exc`` (its stream ended or broke without an answer);
+        nothing is sent to the server."""
+        p = self._pending.get(rid)
+        if p is None:
+            return
+        self._forget(p)
+        if not p.future.done():
+            p.future.set_exception(exc)
+
+    def pause(self, rid: RequestId) -> None:
+        """Stop the clock of request ``rid`` (the user is authorizing it, say) until
+        `resume`."""
+        p = self._pending.get(rid)
+        if p is not None:
+            p.deadline = p.hard_deadline = None
+
+    def resume(self, rid: RequestId) -> None:
+        """Start the clock of request ``rid`` afresh: its whole timeouts from now."""
+        p = self._pending.get(rid)
+        if p is None:
+            return
+        now = self.loop.time()
+        if p.timeout is not None:
+            p.deadline = now + p.timeout
+            self._arm(p.deadline)
+        if p.max_timeout is not None:
+            p.hard_deadline = now + p.max_timeout
+            self._arm(p.hard_deadline)
 
     def _dispatch(self, event: Event) -> None:
         kind = type(event)
@@ -410,7 +467,11 @@ class Session:
         line = encode(msg)
         if self._trace is not None:
             self._trace("send", line[:-1])
-        self.channel.write(line)
+        write_message = getattr(self.channel, "write_message", None)
+        if write_message is not None:
+            write_message(msg, line)
+        else:
+            self.channel.write(line)
 
     def _send_quietly(self, msg: dict[str, Any]) -> None:
         """Send, unless the connection is gone (then there is no one to tell)."""

@@ -1,0 +1,768 @@
+"""OAuth 2.1 for HTTP servers that want it (the 2026-07-28 specification's basic/authorization).
+
+Give ``Client.http`` an `OAuth`; the first 401 starts the flow and every request carries
+the token from then on::
+
+    auth = OAuth(client_name="my host")                 # a browser and a loopback redirect
+    async with Client.http("https://example.com/mcp", auth=auth) as client:
+        await client.list_tools()
+
+The flow: the protected resource metadata (RFC 9728: the ``resource_metadata`` of the
+``WWW-Authenticate`` challenge, else the well-known paths), whose ``resource`` must cover the
+server's URL; the authorization server's metadata (RFC 8414 and OpenID Connect discovery, its
+``issuer`` checked against the one it was looked up for); a client: pre-registered
+(``client_id``), a client ID metadata document (``client_metadata_url``, when the server
+supports them) or dynamic registration (RFC 7591), each bound to its issuer; the
+authorization code grant with PKCE S256, the ``resource`` indicator (RFC 8707), ``state``
+and the ``iss`` response parameter (RFC 9207) checked; the token endpoint's client
+authentication (``client_secret_basic``, ``client_secret_post`` or ``none``); refresh tokens
+(``offline_access`` when the server offers it); and step-up on 403 ``insufficient_scope``
+(the union of the scopes granted and challenged, at most ``max_authorizations`` consent
+rounds in a row).
+
+``on_authorize(url, redirect_uri)`` shows the user ``url`` and returns the URL the
+authorization server redirected to: `browser_redirect` (the default: a browser and a one-shot
+loopback listener) or `fetch_redirect` (follows nothing: for servers that redirect at once,
+as test servers do). ``store`` keeps tokens and clients between runs: `MemoryTokenStore` by
+default, or `FileTokenStore` (``0600`` files in the user's config directory).
+
+Tokens, codes and client secrets never appear in a log line, an error or a repr.
+authlib supplies the OAuth primitives (PKCE, the grant URI, client authentication, metadata
+checks); httpx2 carries them. Both load with the first HTTP connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+from ..errors import AuthError
+
+if TYPE_CHECKING:
+    import httpx2
+
+log = logging.getLogger("mcpline.client.oauth")
+
+AuthorizeHook = Callable[[str, str], Awaitable[str]]
+"""``on_authorize(authorization_url, redirect_uri)`` → the URL the user came back to."""
+
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
+OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
+AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+OFFLINE_ACCESS = "offline_access"
+MAX_METADATA_BYTES = 256 * 1024
+EXPIRY_MARGIN = 30.0
+"""Seconds before its expiry that a token is refreshed."""
+
+_PARAM = re.compile(r'\s*([A-Za-z0-9_\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
+
+
+# --- stores ----------------------------------------------------------------------------------
+
+
+class TokenStore(Protocol):
+    """Keeps what authorization produced (tokens, registered clients) under a key."""
+
+    async def load(self, key: str) -> dict[str, Any] | None: ...
+
+    async def save(self, key: str, value: dict[str, Any]) -> None: ...
+
+
+class MemoryTokenStore:
+    """Tokens for the life of this process (the default)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any]] = {}
+
+    async def load(self, key: str) -> dict[str, Any] | None:
+        value = self._data.get(key)
+        return dict(value) if value is not None else None
+
+    async def save(self, key: str, value: dict[str, Any]) -> None:
+        self._data[key] = dict(value)
+
+    def __repr__(self) -> str:
+        return f"MemoryTokenStore({len(self._data)} entries)"
+
+
+def config_dir() -> Path:
+    """The user's config directory for mcpline (``$XDG_CONFIG_HOME/mcpline``)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "mcpline"
+
+
+class FileTokenStore:
+    """One JSON file per key in ``directory`` (default ``<config dir>/oauth``): the directory
+    ``0700``, each file ``0600``, written atomically."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else config_dir() / "oauth"
+
+    def _path(self, key: str) -> Path:
+        return self.directory / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+    async def load(self, key: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def save(self, key: str, value: dict[str, Any]) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.directory, 0o700)
+        path = self._path(key)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+
+    def __repr__(self) -> str:
+        return f"FileTokenStore({str(self.directory)!r})"
+
+
+# --- the user's side -------------------------------------------------------------------------
+
+
+async def fetch_redirect(url: str, redirect_uri: str) -> str:
+    """Request the authorization URL and return where it redirects (no browser, no user):
+    for authorization servers that consent at once, as test servers do."""
+    import httpx2
+
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=30.0) as http:
+        for _ in range(10):
+            response = await http.get(url)
+            location = response.headers.get("location")
+            if response.status_code not in (301, 302, 303, 307, 308) or location is None:
+                raise AuthError(
+                    f"the authorization endpoint answered HTTP {response.status_code} "
+                    "without redirecting back"
+                )
+            url = str(response.url.join(location))
+            if url.startswith(redirect_uri.split("?")[0]):
+                return url
+    raise AuthError("the authorization endpoint redirected too many times")
+
+
+async def browser_redirect(url: str, redirect_uri: str, *, timeout: float = 300.0) -> str:
+    """Open ``url`` in a browser and wait (at most ``timeout`` seconds) for the one request
+    to ``redirect_uri``, a loopback address this listens on."""
+    import webbrowser
+
+    parts = urlsplit(redirect_uri)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
+        raise AuthError("browser_redirect needs a loopback redirect_uri with a port")
+    got: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), 10.0)
+            parts_ = line.decode("latin-1").split(" ")
+            target = parts_[1] if len(parts_) >= 2 else ""
+            if urlsplit(target).path == parts.path and not got.done():
+                got.set_result(urlunsplit((parts.scheme, parts.netloc, *urlsplit(target)[2:])))
+                body = b"Authorization complete: you can close this window."
+                status = b"200 OK"
+            else:
+                body, status = b"Not found", b"404 Not Found"
+            writer.write(
+                b"HTTP/1.1 "
+                + status
+                + b"\r\nContent-Type: text/plain\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\nConnection: close\r\n\r\n"
+                + body
+            )
+            await writer.drain()
+        except (OSError, asyncio.TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_connect, parts.hostname, parts.port)
+    try:
+        print(f"Open this URL to authorize: {url}", flush=True)
+        with contextlib.suppress(Exception):
+            webbrowser.open(url)
+        try:
+            return await asyncio.wait_for(got, timeout)
+        except asyncio.TimeoutError:
+            raise AuthError(f"no authorization within {timeout:g}s") from None
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def loopback_redirect_uri(path: str = "/callback") -> str:
+    """A redirect URI on a free loopback port (RFC 8252, section 7.3)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def parse_challenges(values: Sequence[str]) -> dict[str, str]:
+    """The parameters of the ``Bearer`` challenge among ``WWW-Authenticate`` values."""
+    for value in values:
+        scheme, _, rest = value.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            continue
+        params: dict[str, str] = {}
+        for m in _PARAM.finditer(rest):
+            v = m.group(2)
+            if v.startswith('"') and v.endswith('"') and len(v) >= 2:
+                v = re.sub(r"\\(.)", r"\1", v[1:-1])
+            params[m.group(1).lower()] = v
+        return params
+    return {}
+
+
+def canonical(url: str) -> str:
+    """The canonical URI of an MCP server (RFC 8707): lowercase scheme and host, no fragment
+    or query, no trailing slash."""
+    parts = urlsplit(url)
+    netloc = (parts.hostname or "").lower()
+    if ":" in netloc:
+        netloc = f"[{netloc}]"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
+
+
+def covers(resource: str, url: str) -> bool:
+    """True when protected resource ``resource`` includes the MCP server at ``url`` (same
+    origin, and its path is a prefix of the server's, segment-wise)."""
+    r, u = urlsplit(canonical(resource)), urlsplit(canonical(url))
+    if (r.scheme, r.netloc) != (u.scheme, u.netloc):
+        return False
+    rp = r.path.rstrip("/")
+    return u.path == rp or u.path.startswith(rp + "/") or not rp
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+def _default_endpoints(origin: str) -> dict[str, Any]:
+    """The endpoints a 2025-03-26 authorization server without metadata has
+    (2025-03-26 basic/authorization#fallbacks-for-servers-without-metadata-discovery)."""
+    return {
+        "issuer": origin,
+        "authorization_endpoint": origin + "/authorize",
+        "token_endpoint": origin + "/token",
+        "registration_endpoint": origin + "/register",
+        "code_challenge_methods_supported": ["S256"],
+    }
+
+
+def _short(text: Any, limit: int = 200) -> str:
+    return " ".join(str(text).split())[:limit]
+
+
+# --- the flow --------------------------------------------------------------------------------
+
+
+class OAuth:
+    """An OAuth 2.1 client for one MCP server (see the module docs).
+
+    ``client_name``, ``redirect_uri`` and ``application_type`` describe this client to a
+    registration endpoint; ``client_metadata_url`` is its client ID metadata document, used
+    when the authorization server supports them; ``client_id`` and ``client_secret`` are a
+    pre-registered client (``token_endpoint_auth_method`` says how it authenticates:
+    ``client_secret_basic`` by default with a secret, ``none`` without). ``scopes``, when
+    given, replaces the scope the server's challenge or metadata would select.
+    ``timeout`` bounds each request to the authorization server.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_name: str = "mcpline",
+        redirect_uri: str | None = None,
+        client_metadata_url: str | None = None,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        token_endpoint_auth_method: str | None = None,
+        scopes: Sequence[str] | None = None,
+        on_authorize: AuthorizeHook | None = None,
+        store: TokenStore | None = None,
+        application_type: str = "native",
+        max_authorizations: int = 3,
+        timeout: float = 30.0,
+    ) -> None:
+        if token_endpoint_auth_method not in (None, *AUTH_METHODS):
+            raise ValueError(f"token_endpoint_auth_method must be one of {AUTH_METHODS}")
+        self.client_name = client_name
+        self.redirect_uri = redirect_uri or loopback_redirect_uri()
+        self.client_metadata_url = client_metadata_url
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self.token_endpoint_auth_method = token_endpoint_auth_method
+        self.scopes = list(scopes) if scopes is not None else None
+        self.on_authorize: AuthorizeHook = on_authorize or browser_redirect
+        self.store: TokenStore = store or MemoryTokenStore()
+        self.application_type = application_type
+        self.max_authorizations = max_authorizations
+        self.timeout = timeout
+        self._token: dict[str, Any] | None = None
+        self._loaded = False
+        self._generation = 0
+        self._rounds = 0
+        """Authorization rounds since a request last went through."""
+        self._requested: set[str] = set()
+        self._lock: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"OAuth(client_name={self.client_name!r}, redirect_uri={self.redirect_uri!r}, "
+            f"client_id={'set' if self.client_id else None}, "
+            f"authorized={self._token is not None})"
+        )
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the token does (so a request knows whether it used the latest)."""
+        return self._generation
+
+    def _locked(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    # --- what the HTTP channel calls ------------------------------------------------------
+
+    async def headers(self, http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+        """``Authorization`` for the next request (refreshing an expired token first)."""
+        if not self._loaded:
+            async with self._locked():
+                if not self._loaded:
+                    self._token = await self.store.load(self._key(url))
+                    self._loaded = True
+                    self._generation += 1
+        token = self._token
+        if token is None:
+            return {}
+        expires = token.get("expires_at")
+        if isinstance(expires, (int, float)) and time.time() > expires - EXPIRY_MARGIN:
+            if token.get("refresh_token"):
+                async with self._locked():
+                    if self._token is token:
+                        with contextlib.suppress(AuthError):
+                            await self._refresh(http, url)
+                token = self._token
+            if token is None:
+                return {}
+        return {"Authorization": f"Bearer {token['access_token']}"}
+
+    def succeeded(self) -> None:
+        """A request went through: the consent rounds start again from zero."""
+        self._rounds = 0
+
+    async def challenged(
+        self,
+        http: httpx2.AsyncClient,
+        status: int,
+        challenges: Sequence[str],
+        url: str,
+        generation: int,
+    ) -> bool:
+        """Act on a 401 or 403; True when the request should be sent again."""
+        params = parse_challenges(challenges)
+        if status == 403 and params.get("error") != "insufficient_scope":
+            return False
+        async with self._locked():
+            if generation != self._generation:
+                return True  # another request already got a new token
+            if status == 401 and self._token is not None and self._token.get("refresh_token"):
+                issuer = await self._current_issuer(http, url, params)
+                if issuer is not None and issuer == self._token.get("issuer"):
+                    try:
+                        await self._refresh(http, url)
+                        return True
+                    except AuthError as exc:
+                        log.info("refreshing the token failed (%s); authorizing again", exc)
+            if self._rounds >= self.max_authorizations:
+                raise AuthError(
+                    f"gave up after {self._rounds} authorization attempts: the server still "
+                    f"answers HTTP {status}"
+                    + (f" ({params['error']})" if "error" in params else "")
+                )
+            self._rounds += 1
+            step_up = status == 403
+            await self._authorize(http, url, params, step_up=step_up)
+            return True
+
+    # --- discovery ------------------------------------------------------------------------
+
+    def _key(self, url: str) -> str:
+        return canonical(url)
+
+    async def _get_json(self, http: httpx2.AsyncClient, url: str) -> dict[str, Any] | None:
+        import httpx2
+
+        try:
+            response = await http.get(
+                url, headers={"Accept": "application/json"}, timeout=self.timeout
+            )
+        except httpx2.HTTPError as exc:
+            log.info("could not fetch %s: %s", url, type(exc).__name__)
+            return None
+        if response.status_code != 200 or len(response.content) > MAX_METADATA_BYTES:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def _resource_metadata(
+        self, http: httpx2.AsyncClient, url: str, params: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """The protected resource metadata: the challenge's URL, else the path-aware and
+        the root well-known locations (RFC 9728, section 3)."""
+        candidates = []
+        if params.get("resource_metadata"):
+            candidates.append(params["resource_metadata"])
+        parts = urlsplit(url)
+        path = parts.path.rstrip("/")
+        if path:
+            candidates.append(_origin(url) + PRM_WELL_KNOWN + path)
+        candidates.append(_origin(url) + PRM_WELL_KNOWN)
+        for candidate in candidates:
+            data = await self._get_json(http, candidate)
+            if data is not None and isinstance(data.get("authorization_servers"), list):
+                return data
+        return None
+
+    async def _current_issuer(
+        self, http: httpx2.AsyncClient, url: str, params: dict[str, str]
+    ) -> str | None:
+        prm = await self._resource_metadata(http, url, params)
+        servers = prm.get("authorization_servers") if prm else None
+        return servers[0] if servers and isinstance(servers[0], str) else None
+
+    async def _server_metadata(self, http: httpx2.AsyncClient, issuer: str) -> dict[str, Any]:
+        """The authorization server's metadata (RFC 8414 section 3 and OpenID Connect discovery, in
+        the spec's order), whose ``issuer`` must be exactly the one looked up."""
+        from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
+
+        origin = _origin(issuer)
+        path = urlsplit(issuer).path.rstrip("/")
+        if path:
+            candidates = [
+                origin + AS_WELL_KNOWN + path,
+                origin + OIDC_WELL_KNOWN + path,
+                origin + path + OIDC_WELL_KNOWN,
+            ]
+        else:
+            candidates = [origin + AS_WELL_KNOWN, origin + OIDC_WELL_KNOWN]
+        refused = ""
+        for candidate in candidates:
+            data = await self._get_json(http, candidate)
+            if data is None:
+                continue
+            if data.get("issuer") != issuer:
+                refused = (
+                    f"; {candidate} names the issuer {_short(data.get('issuer'), 100)!r}, "
+                    f"not {issuer!r}"
+                )
+                continue
+            meta = AuthorizationServerMetadata(data)
+            try:
+                meta.validate_authorization_endpoint()
+                meta.validate_token_endpoint()
+                meta.validate_registration_endpoint()
+            except ValueError as exc:
+                raise AuthError(f"unusable metadata for {issuer}: {exc}") from None
+            if "authorization_endpoint" not in data or "token_endpoint" not in data:
+                raise AuthError(f"the metadata of {issuer} lacks its endpoints")
+            return data
+        raise AuthError(f"no authorization server metadata for {issuer}{refused}")
+
+    # --- registration ---------------------------------------------------------------------
+
+    def _auth_method(self, meta: dict[str, Any], has_secret: bool) -> str:
+        supported = meta.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        for method in supported:
+            if method in AUTH_METHODS and (has_secret or method == "none"):
+                return str(method)
+        return "client_secret_basic" if has_secret else "none"
+
+    async def _client(
+        self, http: httpx2.AsyncClient, issuer: str, meta: dict[str, Any], scope: str | None
+    ) -> dict[str, Any]:
+        """This client's identity at ``issuer``: stored, pre-registered, a metadata document
+        or a new registration. Credentials are never shown to another issuer."""
+        stored = await self.store.load("client:" + issuer)
+        if stored is not None and stored.get("issuer") == issuer:
+            return stored
+        if self.client_id is not None:
+            method = self.token_endpoint_auth_method or (
+                "client_secret_basic" if self._client_secret else "none"
+            )
+            return {
+                "issuer": issuer,
+                "client_id": self.client_id,
+                "client_secret": self._client_secret,
+                "method": method,
+            }
+        if meta.get("client_id_metadata_document_supported") is True and self.client_metadata_url:
+            return {"issuer": issuer, "client_id": self.client_metadata_url, "method": "none"}
+        endpoint = meta.get("registration_endpoint")
+        if not isinstance(endpoint, str):
+            raise AuthError(
+                f"{issuer} offers no registration endpoint and no client ID metadata documents; "
+                "give OAuth(client_id=...) of a pre-registered client"
+            )
+        method = self._auth_method(meta, has_secret=True)
+        body: dict[str, Any] = {
+            "client_name": self.client_name,
+            "redirect_uris": [self.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": self.application_type,
+        }
+        if scope:
+            body["scope"] = scope
+        import httpx2
+
+        try:
+            response = await http.post(endpoint, json=body, timeout=self.timeout)
+        except httpx2.HTTPError as exc:
+            raise AuthError(f"registration at {issuer} failed: {type(exc).__name__}") from None
+        if response.status_code not in (200, 201):
+            raise AuthError(f"registration at {issuer} failed: HTTP {response.status_code}")
+        try:
+            info = response.json()
+        except ValueError:
+            raise AuthError(f"registration at {issuer} returned no JSON") from None
+        if not isinstance(info, dict) or not isinstance(info.get("client_id"), str):
+            raise AuthError(f"registration at {issuer} returned no client_id")
+        client = {
+            "issuer": issuer,
+            "client_id": info["client_id"],
+            "client_secret": info.get("client_secret"),
+            "method": info.get("token_endpoint_auth_method") or method,
+        }
+        if client["method"] != "none" and not client["client_secret"]:
+            client["method"] = "none"
+        await self.store.save("client:" + issuer, client)
+        return client
+
+    # --- authorization --------------------------------------------------------------------
+
+    def _scope(
+        self,
+        params: dict[str, str],
+        prm: dict[str, Any],
+        meta: dict[str, Any],
+        step_up: bool,
+    ) -> str | None:
+        """The spec's scope selection: the challenge's ``scope``, else every scope the
+        resource supports, else none; on step-up, with what was asked for before;
+        ``offline_access`` when the authorization server offers it."""
+        if self.scopes is not None:
+            wanted = list(self.scopes)
+        elif params.get("scope"):
+            wanted = params["scope"].split()
+        elif isinstance(prm.get("scopes_supported"), list):
+            wanted = [s for s in prm["scopes_supported"] if isinstance(s, str)]
+        else:
+            wanted = []
+        if step_up:
+            wanted = [*[s for s in sorted(self._requested) if s not in wanted], *wanted]
+        offered = meta.get("scopes_supported")
+        if isinstance(offered, list) and OFFLINE_ACCESS in offered and OFFLINE_ACCESS not in wanted:
+            wanted.append(OFFLINE_ACCESS)
+        return " ".join(dict.fromkeys(wanted)) or None
+
+    async def _authorize(
+        self, http: httpx2.AsyncClient, url: str, params: dict[str, str], *, step_up: bool
+    ) -> None:
+        from authlib.common.security import generate_token
+        from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+        from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
+        prm = await self._resource_metadata(http, url, params)
+        if prm is None:
+            # A 2025-03-26 server: no resource metadata; the authorization server is the
+            # server's origin, with its metadata or, failing that, the default endpoints.
+            issuer, resource, prm = _origin(url), canonical(url), {}
+            try:
+                meta = await self._server_metadata(http, issuer)
+            except AuthError:
+                meta = _default_endpoints(issuer)
+        else:
+            named = prm.get("resource")
+            if not isinstance(named, str) or not covers(named, url):
+                raise AuthError(
+                    f"the protected resource metadata is for {_short(named, 100)!r}, "
+                    f"not for {canonical(url)}; refusing to authorize"
+                )
+            resource = named
+            servers = [s for s in prm.get("authorization_servers") or [] if isinstance(s, str)]
+            if not servers:
+                raise AuthError("the protected resource metadata names no authorization server")
+            issuer = servers[0]
+            meta = await self._server_metadata(http, issuer)
+        if "S256" not in (meta.get("code_challenge_methods_supported") or []):
+            raise AuthError(f"{issuer} does not support PKCE with S256; refusing to authorize")
+        scope = self._scope(params, prm, meta, step_up)
+        client = await self._client(http, issuer, meta, scope)
+        verifier = generate_token(64)
+        state = secrets.token_urlsafe(24)
+        grant_url = prepare_grant_uri(
+            meta["authorization_endpoint"],
+            client["client_id"],
+            "code",
+            redirect_uri=self.redirect_uri,
+            scope=scope,
+            state=state,
+            code_challenge=create_s256_code_challenge(verifier),  # type: ignore[no-untyped-call]
+            code_challenge_method="S256",
+            resource=resource,
+        )
+        came_back = await self.on_authorize(str(grant_url), self.redirect_uri)
+        query = parse_qs(urlsplit(came_back).query)
+
+        def one(name: str) -> str | None:
+            values = query.get(name)
+            return values[0] if values else None
+
+        if one("state") != state:
+            raise AuthError("the authorization response's state does not match; refused")
+        iss = one("iss")
+        if meta.get("authorization_response_iss_parameter_supported") is True and iss is None:
+            raise AuthError(f"{issuer} promised an iss parameter and sent none; refused")
+        if iss is not None and iss != issuer:
+            raise AuthError("the authorization response's iss is not the issuer; refused")
+        if one("error") is not None:
+            raise AuthError(
+                f"authorization refused: {_short(one('error'), 80)}"
+                + (f" ({_short(one('error_description'))})" if one("error_description") else "")
+            )
+        code = one("code")
+        if not code:
+            raise AuthError("the authorization response has no code")
+        if scope:
+            self._requested.update(scope.split())
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri,
+            "code_verifier": verifier,
+            "resource": resource,
+        }
+        await self._token_request(http, url, meta, client, form, issuer, resource)
+
+    async def _refresh(self, http: httpx2.AsyncClient, url: str) -> None:
+        token = self._token
+        if token is None or not token.get("refresh_token"):
+            raise AuthError("no refresh token")
+        issuer = str(token.get("issuer"))
+        meta = await self._server_metadata(http, issuer)
+        client = await self._client(http, issuer, meta, None)
+        form = {"grant_type": "refresh_token", "refresh_token": token["refresh_token"]}
+        if token.get("resource"):
+            form["resource"] = token["resource"]
+        await self._token_request(http, url, meta, client, form, issuer, token.get("resource"))
+
+    async def _token_request(
+        self,
+        http: httpx2.AsyncClient,
+        url: str,
+        meta: dict[str, Any],
+        client: dict[str, Any],
+        form: dict[str, str],
+        issuer: str,
+        resource: str | None,
+    ) -> None:
+        import httpx2
+        from authlib.oauth2.auth import ClientAuth
+
+        body = urlencode(form)
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        }
+        auth = ClientAuth(client["client_id"], client.get("client_secret"), client["method"])
+        endpoint, headers, body = auth.prepare("POST", meta["token_endpoint"], headers, body)  # type: ignore[no-untyped-call]
+        try:
+            response = await http.post(
+                endpoint, content=body, headers=headers, timeout=self.timeout
+            )
+        except httpx2.HTTPError as exc:
+            raise AuthError(f"the token endpoint of {issuer}: {type(exc).__name__}") from None
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.status_code != 200 or not isinstance(data, dict):
+            why = ""
+            if isinstance(data, dict) and isinstance(data.get("error"), str):
+                why = f": {_short(data['error'], 80)}"
+                if isinstance(data.get("error_description"), str):
+                    why += f" ({_short(data['error_description'])})"
+            raise AuthError(
+                f"the token endpoint of {issuer} refused ({form['grant_type']}): "
+                f"HTTP {response.status_code}{why}"
+            )
+        access = data.get("access_token")
+        if not isinstance(access, str) or not access:
+            raise AuthError(f"the token endpoint of {issuer} returned no access_token")
+        kind = data.get("token_type")
+        if isinstance(kind, str) and kind.lower() != "bearer":
+            raise AuthError(f"the token endpoint of {issuer} returned a {kind!r} token")
+        previous = self._token or {}
+        token: dict[str, Any] = {
+            "access_token": access,
+            "refresh_token": data.get("refresh_token")
+            or (previous.get("refresh_token") if form["grant_type"] == "refresh_token" else None),
+            "scope": data.get("scope") or form.get("scope"),
+            "issuer": issuer,
+            "resource": resource,
+        }
+        expires_in = data.get("expires_in")
+        if isinstance(expires_in, (int, float)) and expires_in > 0:
+            token["expires_at"] = time.time() + float(expires_in)
+        self._token = token
+        self._generation += 1
+        await self.store.save(self._key(url), token)
+        log.info("authorized with %s", issuer)
+
+
+__all__ = [
+    "AuthorizeHook",
+    "FileTokenStore",
+    "MemoryTokenStore",
+    "OAuth",
+    "TokenStore",
+    "browser_redirect",
+    "canonical",
+    "config_dir",
+    "covers",
+    "fetch_redirect",
+    "loopback_redirect_uri",
+    "parse_challenges",
+]
