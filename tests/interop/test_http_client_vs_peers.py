@@ -1,5 +1,5 @@
 """mcpline's HTTP client against real Streamable HTTP servers built with the pinned peers
-(the official ``mcp`` SDK and FastMCP), each a process on a free loopback port, in both eras:
+(the official ``mcp`` SDK and FastMCP) and mcpline's own, each a process on a free loopback port, in both eras:
 the modern one found by the probe, the legacy one forced (``initialize``, a session, DELETE).
 
 Another server is one more `PEERS` entry: its command (which prints ``listening on URL``)
@@ -58,6 +58,14 @@ PEERS = {
         ("summarize", {"text": "abc"}, "abc"),
         ("ask", "Hi Ada"),
         modern_elicits=False,  # FastMCP's ctx.elicit is a legacy-only server request
+    ),
+    "mcpline": Peer(
+        (sys.executable, HTTP_PEER, "mcpline"),
+        "mcpline-peer",
+        ("add", {"a": 2, "b": 3}, 5),
+        ("mem://motd", "Have a nice day"),
+        ("review", {"code": "x = 1"}, "x = 1"),
+        ("greet", "Hello, Ada!"),
     ),
 }
 
