@@ -1,6 +1,7 @@
 """mcpline's HTTP client against real Streamable HTTP servers built with the pinned peers
-(the official ``mcp`` SDK and FastMCP) and mcpline's own, each a process on a free loopback port, in both eras:
-the modern one found by the probe, the legacy one forced (``initialize``, a session, DELETE).
+(the official ``mcp`` SDK and FastMCP) and with mcpline itself, each a process on a free
+loopback port, in both eras: the modern one found by the probe, the legacy one forced
+(``initialize``, a session, DELETE).
 
 Another server is one more `PEERS` entry: its command (which prints ``listening on URL``)
 and what its tool, resource and prompt answer.
