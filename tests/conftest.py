@@ -16,6 +16,7 @@ import pytest
 
 from .memory import memory_server
 from .proc import EXAMPLES, ServerProcess, python_server
+from .schedule import pytest_collection_modifyitems  # noqa: F401  (slow tests first)
 
 DRIVERS: dict[str, Callable[..., ServerProcess]] = {
     "process": python_server,
