@@ -13,12 +13,15 @@ run) and its module-level ``server`` is served through the real
 lifespan hook and the worker threads), read pausing honoured, ``eof_received`` when the test
 closes "stdin", then ``await conn.close()`` before the output ends.
 
+Input reaches the connection in pipe-sized chunks, one per loop pass; output is never
+blocked (there is no pipe to fill up, so the outbound bound is a process test's business).
 What only a process has is not here, and asking for it raises `ProcessOnly`: its stderr, its
-exit status (`wait`), signals, pipes that fill up, fd 1 and the process environment while it
-runs. ``env`` and the script's arguments are in place while the file is imported (what a
-server reads at its top level, such as ``Server(page_size=int(os.environ[...]))``) and
-restored afterwards. A test that needs more runs on a process (``@pytest.mark.driver
-("process")``, see conftest).
+exit status (`wait`), signals, a working directory, and a file that calls ``Server.run()``
+when imported (it would serve this process's own stdin and stdout). ``env`` and the
+script's arguments are in place while the file is imported (what a server reads at its top
+level, such as ``Server(page_size=int(os.environ[...]))``) and restored afterwards; a server
+that reads them later, prints, or writes to fd 1 needs a process. Such a test runs on one
+(``@pytest.mark.driver("process")``, see conftest).
 """
 
 from __future__ import annotations
@@ -60,7 +63,9 @@ def _refuse_run(self: Server, *args: Any, **kw: Any) -> None:
     raise ProcessOnly("the file calls Server.run() when imported: it needs a server process")
 
 
-def load_server(script: str | Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def load_server(
+    script: str | Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[Server, str]:
     """Import ``script`` as a fresh module and return (its ``server``, the module name).
 
     ``sys.argv`` is ``[script, *args]`` and ``env`` is in ``os.environ`` while it runs.
