@@ -60,5 +60,22 @@ def _rank(nodeid: str) -> int:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the known slow tests to the front (a stable sort: the rest keep their order)."""
-    items.sort(key=lambda item: _rank(item.nodeid))
+    """Move the known slow tests to the front, each followed by one other test.
+
+    xdist starts each worker with two consecutive tests: interleaved, every worker starts
+    on a slow test (instead of the first worker getting the two slowest, one after the
+    other). The other tests keep their order.
+    """
+    ranked = sorted((i for i in items if _rank(i.nodeid) < len(SLOW_FIRST)), key=_ranked)
+    rest = [i for i in items if _rank(i.nodeid) == len(SLOW_FIRST)]
+    order: list[pytest.Item] = []
+    for k, item in enumerate(ranked):
+        order.append(item)
+        order.extend(rest[k : k + 1])
+    order.extend(rest[len(ranked) :])
+    assert len(order) == len(items)
+    items[:] = order
+
+
+def _ranked(item: pytest.Item) -> int:
+    return _rank(item.nodeid)
