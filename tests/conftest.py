@@ -16,7 +16,10 @@ import pytest
 
 from .memory import memory_server
 from .proc import EXAMPLES, ServerProcess, python_server
-from .schedule import pytest_collection_modifyitems  # noqa: F401  (slow tests first)
+
+# A plugin of its own (not a hook imported here), so that it cannot shadow or be shadowed by
+# a hook of the same name in this file: the slow tests first, for the parallel workers.
+pytest_plugins = ("tests.schedule",)
 
 DRIVERS: dict[str, Callable[..., ServerProcess]] = {
     "process": python_server,
