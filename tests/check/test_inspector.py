@@ -8,7 +8,6 @@ if node/npm or the install is unavailable the test fails — it never skips.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -33,6 +32,8 @@ def ensure_inspector() -> Path:
 
     Tests run in parallel (pytest-xdist): an exclusive lock on a file beside the install
     makes a second worker wait for the first one's install and then find it done."""
+    import fcntl  # POSIX; imported here so that collecting this module needs nothing more
+
     PREFIX.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK_FILE, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
