@@ -29,6 +29,8 @@ EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MODERN = wirecheck.MODERN
 CLIENT_INFO = {"name": "mcpline-tests", "version": "0"}
+STDERR_SETTLE = 2.0
+"""How long `ServerProcess.wait` waits for the end of stderr after the exit."""
 
 
 def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -192,7 +194,11 @@ class ServerProcess(runner.ServerProcess):
     # --- the process ---------------------------------------------------------------------------
 
     def wait(self, timeout: float = 5.0) -> int:
-        return self.proc.wait(timeout)
+        """The exit status, once what the process wrote to stderr has been read as well: the
+        reader thread may lag the exit (bounded, for a child that holds stderr open)."""
+        code = self.proc.wait(timeout)
+        self._threads[1].join(STDERR_SETTLE)
+        return code
 
 
 def python_server(script: str | Path, *args: str, **kw: Any) -> ServerProcess:

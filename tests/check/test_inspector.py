@@ -23,11 +23,27 @@ from .util import EXAMPLES, HERE, REPO
 INSPECTOR_VERSION = "2.12.0"
 PREFIX = REPO / ".cache" / "inspector"
 BIN = PREFIX / "node_modules" / ".bin" / "mcp-inspector"
+LOCK_FILE = REPO / ".cache" / ".inspector-install.lock"
 PACKAGE_JSON = PREFIX / "node_modules" / "@modelcontextprotocol" / "inspector" / "package.json"
 
 
 def ensure_inspector() -> Path:
-    """Install the pinned Inspector into the repo's cache once; fail loudly if impossible."""
+    """Install the pinned Inspector into the repo's cache once; fail loudly if impossible.
+
+    Tests run in parallel (pytest-xdist): an exclusive lock on a file beside the install
+    makes a second worker wait for the first one's install and then find it done."""
+    import fcntl  # POSIX; imported here so that collecting this module needs nothing more
+
+    PREFIX.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_FILE, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return _install_inspector()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install_inspector() -> Path:
     installed = (
         PACKAGE_JSON.is_file()
         and json.loads(PACKAGE_JSON.read_text()).get("version") == INSPECTOR_VERSION

@@ -10,6 +10,8 @@ import pytest
 
 from ..proc import EXAMPLES, ServerProcess
 
+pytestmark = pytest.mark.driver("memory")
+
 SUB = "io.modelcontextprotocol/subscriptionId"
 
 
@@ -27,6 +29,7 @@ def test_sleep_answers_after_waiting(ev: ServerProcess) -> None:
     assert ev.call("sleep", {"ms": "soon"})["result"]["isError"] is True
 
 
+@pytest.mark.driver("process")  # the process exits at EOF
 def test_sleep_is_cancellable(ev: ServerProcess) -> None:
     slow = ev.request_msg("tools/call", {"name": "sleep", "arguments": {"ms": 60_000}})
     ev.send(slow)
@@ -46,6 +49,7 @@ def test_sleep_is_cancellable(ev: ServerProcess) -> None:
     assert all(m.get("id") != slow["id"] for m in rest)
 
 
+@pytest.mark.driver("process")  # print() and the process's stderr
 def test_stray_print_keeps_stdout_pure(ev: ServerProcess) -> None:
     marker = '{"jsonrpc":"2.0","id":999,"result":{"forged":true}}'
     r = ev.call("stray_print", {"text": marker})["result"]

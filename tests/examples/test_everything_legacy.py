@@ -14,6 +14,8 @@ import pytest
 from ..proc import EXAMPLES, ServerProcess
 from ..server.test_legacy import call, exchange, initialize, legacy_request
 
+pytestmark = pytest.mark.driver("memory")
+
 LOGGER = "conformance-test-server"
 SUITE_CAPS = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 

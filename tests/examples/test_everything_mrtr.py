@@ -1,4 +1,4 @@
-"""The everything fixture's MRTR surface over real stdio.
+"""The everything fixture's MRTR surface through the raw driver (in memory).
 
 One test per ``input-required-result-*`` conformance scenario, with the suite's requests and
 client answers; every server line is checked against the 2026-07-28 schema by ``spawn``.
@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 SUITE_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 SAMPLED = {

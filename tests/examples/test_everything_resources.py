@@ -17,6 +17,8 @@ import pytest
 
 from ..proc import EXAMPLES, ServerProcess
 
+pytestmark = pytest.mark.driver("memory")
+
 SUITE_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"

@@ -1,4 +1,4 @@
-"""The ``server-stateless`` scenario over real stdio.
+"""The ``server-stateless`` scenario through the raw driver (in memory).
 
 The transport-agnostic checks, with the suite's probe ids: ``_meta`` validation, discover and
 identity, capability/handler consistency, ``-32022``/``-32021`` data, removed and unknown
@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, MODERN, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 SUITE_CAPS: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 SUB = "io.modelcontextprotocol/subscriptionId"

@@ -1,4 +1,4 @@
-"""The everything fixture's tools over real stdio.
+"""The everything fixture's tools through the raw driver (in memory).
 
 One test per scenario: ``tools-list``, ``tools-call-simple-text``, ``-image``, ``-audio``,
 ``-embedded-resource``, ``-mixed-content``, ``-error``, ``-with-progress``,
@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"

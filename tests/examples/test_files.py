@@ -1,4 +1,4 @@
-"""examples/files.py over real pipes: reads stay inside the served directory.
+"""examples/files.py through the raw driver (in memory): reads stay inside the served directory.
 
 A secret file sits next to the served root (and a symbolic link inside the root points at
 it); no ``resources/read`` URI, encoded or not, may return its content.
@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 SECRET = "TOP-SECRET-outside-the-root"
 RESOURCE_NOT_FOUND = -32602

@@ -1,4 +1,5 @@
-"""examples/lifespan.py over real pipes: one SQLite connection opened at start-up, shared by
+"""examples/lifespan.py through the raw driver (a real process where its exit and stderr are
+checked, else in memory): one SQLite connection opened at start-up, shared by
 every request through ``ctx.lifespan``, closed at exit; a hook that fails is -32603."""
 
 from __future__ import annotations
@@ -9,7 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 LIFESPAN = EXAMPLES / "lifespan.py"
 INTERNAL_ERROR = -32603
@@ -29,6 +34,7 @@ def structured(r: dict[str, Any]) -> Any:
     return r["result"]["structuredContent"]["result"]
 
 
+@pytest.mark.driver("process")  # the exit and the process's stderr
 def test_requests_share_the_connection_and_exit_closes_it(
     spawn: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:
@@ -63,6 +69,7 @@ def test_concurrent_calls_all_land(spawn: Callable[..., ServerProcess]) -> None:
     assert sorted(structured(p.call("guests", {}))) == sorted(names)
 
 
+@pytest.mark.driver("process")  # the process's stderr
 def test_a_failed_hook_answers_internal_error(
     spawn: Callable[..., ServerProcess], tmp_path: Path
 ) -> None:

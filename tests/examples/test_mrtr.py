@@ -1,5 +1,6 @@
 """examples/mrtr.py: one question with ``ctx.ask``, and two rounds with
-``InputRequired(requests, state)``, over real pipes, on the wire and through the client."""
+``InputRequired(requests, state)``, on the wire (the raw driver, in memory) and through the client
+(a real process)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from mcpline import Client
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 MRTR = EXAMPLES / "mrtr.py"
 ELICIT = {"elicitation": {}}

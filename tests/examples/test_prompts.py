@@ -1,5 +1,5 @@
-"""examples/prompts.py over real pipes: typed prompt arguments, completers (with context) and
-a ``Literal`` argument that completes itself."""
+"""examples/prompts.py through the raw driver (in memory): typed prompt arguments, completers
+(with context) and a ``Literal`` argument that completes itself."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 INVALID_PARAMS = -32602
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ..proc import ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 
 def test_quickstart_lists_and_calls(quickstart: ServerProcess) -> None:

@@ -1,5 +1,6 @@
-"""examples/resources.py over real pipes: static resources, templates with typed variables,
-``{+path}`` against ``{name}``, and ``resource_updated`` reaching a subscribed listen."""
+"""examples/resources.py through the raw driver (in memory): static resources, templates with
+typed variables, ``{+path}`` against ``{name}``, and ``resource_updated`` reaching a subscribed
+listen."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 NOT_FOUND = -32602
 ACK = "notifications/subscriptions/acknowledged"

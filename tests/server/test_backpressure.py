@@ -1,4 +1,5 @@
-"""The outbound bound, against real server processes whose peer stops reading."""
+"""The outbound bound, against real server processes whose peer stops reading (and the bound
+on legacy requests to the client, through the in-memory raw driver)."""
 
 from __future__ import annotations
 
@@ -278,6 +279,7 @@ def test_progress_over_the_bound_is_dropped_and_the_reply_still_comes(
     valid(seen, {1: "tools/call"}, wirecheck.MODERN)
 
 
+@pytest.mark.driver("memory")
 def test_legacy_requests_to_the_client_are_bounded(
     spawn: Callable[..., ServerProcess],
 ) -> None:

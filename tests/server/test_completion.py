@@ -1,4 +1,4 @@
-"""completion/complete over a real stdio process."""
+"""completion/complete through the raw driver (in memory)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import pytest
 from mcpline.server.completion import Completion, shape
 
 from ..proc import EXAMPLES, FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 Spawn = Callable[..., ServerProcess]
 

@@ -1,4 +1,5 @@
-"""Concurrency, cancellation and backpressure over a real pipe."""
+"""Concurrency, cancellation and backpressure through the raw driver (in memory; over a real
+pipe where the process or its pipe is the point)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 CORE = FIXTURES / "core_server.py"
 Spawn = Callable[..., ServerProcess]
@@ -50,6 +55,7 @@ def test_sync_tools_run_off_the_loop(spawn: Spawn) -> None:
     assert time.monotonic() - t0 < 3.5
 
 
+@pytest.mark.driver("process")  # the exit status, then what the closed stdout held
 def test_cancelled_tool_is_never_answered_and_server_keeps_serving(spawn: Spawn) -> None:
     p = spawn(CORE)
     p.send(call_msg(p, "sleep", {"ms": 3000}, "slow"))
@@ -123,6 +129,7 @@ def test_thousand_pipelined_requests_each_answered_once(spawn: Spawn) -> None:
         assert answers[rid] == f"m{i}"
 
 
+@pytest.mark.driver("process")  # the stdio transport pauses the pipe
 def test_max_in_flight_pauses_reading_but_loses_nothing(spawn: Spawn) -> None:
     p = spawn(CORE, env={"CORE_MAX_IN_FLIGHT": "4"})
     n = 40

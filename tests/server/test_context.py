@@ -1,4 +1,5 @@
-"""The request context over a real pipe: progress, logging and capability checks."""
+"""The request context through the raw driver (in memory; stderr on a process): progress,
+logging and capability checks."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 CORE = FIXTURES / "core_server.py"
 Spawn = Callable[..., ServerProcess]
@@ -68,6 +73,7 @@ def collect_logs(p: ServerProcess, **meta_extra: Any) -> list[dict[str, Any]]:
     return [n["params"] for n in notes if n["method"] == "notifications/message"]
 
 
+@pytest.mark.driver("process")  # the records on the process's stderr
 def test_logging_only_with_log_level_and_filtered(spawn: Spawn) -> None:
     p = spawn(CORE, env={"MCPLINE_LOG_LEVEL": "DEBUG"})
     assert collect_logs(p) == []

@@ -1,5 +1,5 @@
-"""The error codes (spec: basic/index#error-codes), row by row, against a real server process
-over pipes.
+"""The error codes (spec: basic/index#error-codes), row by row, through the raw driver (in
+memory; megabyte lines and stderr on a real process over pipes).
 
 Every reply is schema-checked by the `spawn` fixture (typed -32021/-32022 errors included).
 """
@@ -16,6 +16,7 @@ from ..proc import FIXTURES, ServerProcess, meta
 
 CORE = FIXTURES / "core_server.py"
 Spawn = Callable[..., ServerProcess]
+pytestmark = pytest.mark.driver("memory")
 
 
 def line(obj: Any) -> bytes:
@@ -76,6 +77,7 @@ def test_too_deep_request_gets_error_with_its_id(spawn: Spawn) -> None:
     assert "result" in p.request("server/discover")
 
 
+@pytest.mark.driver("process")  # megabyte lines through a real pipe
 def test_oversized_line_discarded_answered_and_stream_continues(spawn: Spawn) -> None:
     p = spawn(CORE, env={"CORE_MAX_LINE": str(1024 * 1024)})
     big = "x" * (3 * 1024 * 1024)
@@ -291,6 +293,7 @@ def test_missing_client_capability_via_helper(spawn: Spawn) -> None:
     assert ok["result"]["content"][0]["text"] == "sampling declared"
 
 
+@pytest.mark.driver("process")  # the traceback goes to the process's stderr
 def test_internal_errors_hide_the_traceback(spawn: Spawn) -> None:
     p = spawn(CORE)
     err = assert_error(p.request("test/crash", id="c1"), -32603, "c1")

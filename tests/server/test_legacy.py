@@ -1,4 +1,5 @@
-"""The legacy (initialize) era over real stdio, validated against the 2025-11-25 schema."""
+"""The legacy (initialize) era through the raw driver (in memory; exit and TCP on processes),
+validated against the 2025-11-25 schema."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from mcpline.addresses import auth_line, find_token
 
 from .. import wirecheck
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 SERVER = FIXTURES / "mrtr_server.py"
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
@@ -372,6 +375,7 @@ def test_unanswered_request_times_out(spawn: Callable[..., ServerProcess]) -> No
     )
 
 
+@pytest.mark.driver("process")  # the process exits at EOF
 def test_closing_stdin_while_waiting_for_the_client(spawn: Callable[..., ServerProcess]) -> None:
     p = spawn(SERVER)
     initialize(p, ALL)

@@ -1,4 +1,5 @@
-"""subscriptions/listen over real stdio: ack, tagging, filtering, demultiplexing, cancel, close."""
+"""subscriptions/listen through the raw driver: ack, tagging, filtering, demultiplexing, cancel,
+close (in memory; the closing tests on a real process)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 
 from ..proc import EXAMPLES, FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 Spawn = Callable[..., ServerProcess]
 SUB = "io.modelcontextprotocol/subscriptionId"
@@ -159,6 +162,7 @@ def test_resource_updates_reach_subscribers_only(features: ServerProcess) -> Non
     assert call_collect(features, "touch", {"uri": "note://hellox"}) == []
 
 
+@pytest.mark.driver("process")  # the process exits at EOF
 def test_cancel_ends_a_listen_silently(everything: ServerProcess) -> None:
     listen(everything, 1010, toolsListChanged=True)
     listen(everything, 1011, toolsListChanged=True)
@@ -174,6 +178,7 @@ def test_cancel_ends_a_listen_silently(everything: ServerProcess) -> None:
     assert [m.get("id") for m in rest] == [1011]
 
 
+@pytest.mark.driver("process")  # the process exits at EOF
 def test_graceful_close_answers_every_open_listen(everything: ServerProcess) -> None:
     listen(everything, 1001, toolsListChanged=True)
     listen(everything, "b", promptsListChanged=True)
@@ -195,6 +200,7 @@ def test_graceful_close_answers_every_open_listen(everything: ServerProcess) -> 
     assert sleeper["id"] not in results
 
 
+@pytest.mark.driver("process")  # the process exits at EOF
 def test_listen_arriving_with_end_of_input_still_completes(everything: ServerProcess) -> None:
     everything.send(
         everything.request_msg("subscriptions/listen", {"notifications": {}}, id="last")
@@ -207,6 +213,7 @@ def test_listen_arriving_with_end_of_input_still_completes(everything: ServerPro
 
 
 @pytest.mark.posix_only(reason="a catchable SIGTERM")
+@pytest.mark.driver("process")  # a signal
 def test_graceful_close_on_sigterm(everything: ServerProcess) -> None:
     listen(everything, 1077, toolsListChanged=True)
     everything.signal(signal.SIGTERM)
@@ -265,6 +272,7 @@ def test_listen_needs_modern_meta(everything: ServerProcess) -> None:
     assert everything.read_until(1)[0]["error"]["code"] == -32602
 
 
+@pytest.mark.driver("process")  # the file calls run() when imported
 def test_nothing_to_listen_to_is_method_not_found(spawn: Spawn, tmp_path: Path) -> None:
     script = tmp_path / "bare.py"
     script.write_text("from mcpline import Server\nServer('bare').run()\n")

@@ -1,4 +1,5 @@
-"""MRTR over a real stdio process: rounds, sealed state, capability gating, validation."""
+"""MRTR through the raw driver (in memory; state carried across processes on real ones): rounds,
+sealed state, capability gating, validation."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from mcpline.client import Client, ServerError
 
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 ELICIT_CAPS: dict[str, Any] = {"elicitation": {}}
 ALL_CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
@@ -206,6 +209,7 @@ def test_expired_state(spawn: Callable[..., ServerProcess]) -> None:
     assert "expired" in err["message"]
 
 
+@pytest.mark.driver("process")  # two processes, two random keys
 def test_state_from_another_process_is_rejected(spawn: Callable[..., ServerProcess]) -> None:
     a, b = spawn(SERVER), spawn(SERVER)
     state = result(call(a, "counted", {"n": 1}))["requestState"]
@@ -214,6 +218,7 @@ def test_state_from_another_process_is_rejected(spawn: Callable[..., ServerProce
     assert text_of(call(a, "counted", {"n": 1}, requestState=state)) == "counted state n=1"
 
 
+@pytest.mark.driver("process")  # a restarted process
 def test_shared_key_lets_a_restarted_server_accept_state(
     spawn: Callable[..., ServerProcess],
 ) -> None:

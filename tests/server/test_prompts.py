@@ -1,4 +1,5 @@
-"""Prompts over a real stdio process: definitions, typed string arguments, messages, errors."""
+"""Prompts through the raw driver (in memory): definitions, typed string arguments, messages,
+errors."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from mcpline import Server, text, user
 from mcpline.server.prompts import make_prompt, to_result
 
 from ..proc import EXAMPLES, FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 Spawn = Callable[..., ServerProcess]
 

@@ -1,4 +1,5 @@
-"""Resources over a real stdio process: listing, pagination, templates, contents, errors."""
+"""Resources through the raw driver (in memory): listing, pagination, templates, contents,
+errors."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from mcpline import PathEscapeError, ResourceNotFoundError, Server, safe_path
 from mcpline.server.resources import Resources, make_resource, to_contents
 
 from ..proc import EXAMPLES, FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 Spawn = Callable[..., ServerProcess]
 

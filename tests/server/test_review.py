@@ -1,10 +1,15 @@
-"""Defects found by an independent correctness review, each proved over a real pipe."""
+"""Defects found by an independent correctness review, each proved through the raw driver (in
+memory)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 REVIEW = FIXTURES / "review_server.py"
 Spawn = Callable[..., ServerProcess]

@@ -1,5 +1,5 @@
-"""Tools over a real pipe: success, tool errors, validation errors, structured output,
-pagination, big arguments and awkward ids."""
+"""Tools through the raw driver (in memory; the megabyte round trip over a real pipe): success,
+tool errors, validation errors, structured output, pagination, big arguments and awkward ids."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from ..proc import FIXTURES, ServerProcess
+
+pytestmark = pytest.mark.driver("memory")
 
 CORE = FIXTURES / "core_server.py"
 Spawn = Callable[..., ServerProcess]
@@ -125,6 +127,7 @@ def test_tools_list_is_deterministic_and_paginated(spawn: Spawn) -> None:
         assert err["error"]["code"] == -32602, bad
 
 
+@pytest.mark.driver("process")  # megabytes through a real pipe
 def test_five_megabyte_argument_round_trip(spawn: Spawn) -> None:
     p = spawn(CORE)
     big = "mcpline \u00e9\u4e2d\U0001f600 " * 300_000
