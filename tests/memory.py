@@ -307,6 +307,10 @@ class MemoryServer(proc.ServerProcess):
         raise ProcessOnly("the in-memory driver has no process (use driver('process'))")
 
     @property
+    def tree(self) -> Any:  # type: ignore[override]
+        raise ProcessOnly("the in-memory driver has no process tree (use driver('process'))")
+
+    @property
     def stderr(self) -> str:
         raise ProcessOnly("the in-memory driver has no stderr (use driver('process'))")
 

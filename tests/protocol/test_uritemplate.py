@@ -295,11 +295,14 @@ ADVERSARIAL = [
 def test_matching_a_64_kib_uri_never_blocks(template: str, uri: str, matches: bool) -> None:
     assert len(uri) == KIB64
     t = UriTemplate(template)
-    # This thread's CPU time: a backtracking blow-up is work (n**k splits tried), while wall
-    # time on a busy machine (the suite's parallel workers) also counts others' time slices.
-    start = time.thread_time()
-    got = t.match(uri)
-    elapsed = time.thread_time() - start
+    # This thread's CPU time, the least of three tries: a backtracking blow-up is work (n**k
+    # splits tried) every time, while a busy machine (the suite's parallel workers) can slow
+    # any one try.
+    elapsed = float("inf")
+    for _ in range(3):
+        start = time.thread_time()
+        got = t.match(uri)
+        elapsed = min(elapsed, time.thread_time() - start)
     assert (got is not None) == matches
     assert elapsed < 0.050, f"{template!r} took {elapsed * 1000:.1f} ms of CPU on a 64 KiB URI"
 

@@ -203,7 +203,7 @@ def serve_workers(
     """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket;
     each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
     worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise)."""
-    from ...cli.run import load_server
+    from ...server.loading import load_server
     from ..stdio import configure_logging
 
     if not os.environ.get(STATE_KEY_ENV):
@@ -239,7 +239,7 @@ def serve_workers(
 
 def worker_app() -> HttpApp:
     """The app of one worker process: the server file imported again (uvicorn factory)."""
-    from ...cli.run import load_server
+    from ...server.loading import load_server
     from ..stdio import configure_logging
 
     configure_logging()
