@@ -203,6 +203,12 @@ class Exchange:
         return self.phase is phase
 
 
+MAX_PENDING_CHANGES = 65_536
+"""Distinct changes that may wait for one event loop; past it, new ones are dropped (logged)."""
+
+Change = tuple[str, str]
+"""``("list", kind)`` or ``("resource", uri)``."""
+
 Routed = tuple["Context", Awaitable[dict[str, Any]], bool]
 """What an era makes of a request: its context, the awaitable of its result, and whether it
 is long-lived (a listen)."""
@@ -221,6 +227,9 @@ class Engine:
         self.eras = [modern, *others]
         self.peers: set[Peer] = set()
         """Every open peer (list changes and resource updates go to all of them)."""
+        self._pending: dict[asyncio.AbstractEventLoop, dict[Change, None]] = {}
+        self._pending_lock = threading.Lock()
+        self._dropped = 0
 
     # --- requests ------------------------------------------------------------------------
 
@@ -294,32 +303,59 @@ class Engine:
 
     # --- changes, to every peer ----------------------------------------------------------
 
-    def on_loops(self, fn: Callable[[Peer], None]) -> None:
-        """Run ``fn(peer)`` for every peer, on that peer's loop thread."""
-        here = threading.get_ident()
-        for peer in list(self.peers):
-            if peer.loop_thread == here:
-                fn(peer)
-            else:
-                peer.loop.call_soon_threadsafe(fn, peer)
-
     def list_changed(self, kind: str) -> None:
         """Tell every peer, through each era, that a list changed; any thread."""
-
-        def deliver(peer: Peer) -> None:
-            for era in self.eras:
-                era.list_changed(peer, kind)
-
-        self.on_loops(deliver)
+        self._change(("list", kind))
 
     def resource_updated(self, uri: str) -> None:
         """Tell every peer, through each era, that ``uri`` changed; any thread."""
+        self._change(("resource", uri))
 
-        def deliver(peer: Peer) -> None:
-            for era in self.eras:
-                era.resource_updated(peer, uri)
+    def _change(self, change: Change) -> None:
+        """Peers on this thread hear of ``change`` now. Other threads' loops get it through
+        one pending set per loop, flushed by one callback: the same change made again before
+        the flush is told once (it means "fetch again" either way), so a thread reporting
+        changes faster than a loop can send them never queues more than `MAX_PENDING_CHANGES`
+        of them."""
+        here = threading.get_ident()
+        others: set[asyncio.AbstractEventLoop] = set()
+        for peer in list(self.peers):
+            if peer.loop_thread == here:
+                self._deliver(peer, change)
+            else:
+                others.add(peer.loop)
+        for loop in others:
+            with self._pending_lock:
+                pending = self._pending.setdefault(loop, {})
+                first = not pending
+                if change in pending or len(pending) < MAX_PENDING_CHANGES:
+                    pending[change] = None
+                else:
+                    self._dropped += 1
+                    if self._dropped == 1 or self._dropped % 10_000 == 0:
+                        log.warning(
+                            "%d distinct changes wait for a busy event loop: %d dropped so far",
+                            MAX_PENDING_CHANGES,
+                            self._dropped,
+                        )
+            if first:
+                with contextlib.suppress(RuntimeError):  # that loop has closed
+                    loop.call_soon_threadsafe(self._flush, loop)
 
-        self.on_loops(deliver)
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._pending_lock:
+            changes = self._pending.pop(loop, {})
+        for peer in [p for p in self.peers if p.loop is loop]:
+            for change in changes:
+                self._deliver(peer, change)
+
+    def _deliver(self, peer: Peer, change: Change) -> None:
+        what, value = change
+        for era in self.eras:
+            if what == "list":
+                era.list_changed(peer, value)
+            else:
+                era.resource_updated(peer, value)
 
 
 __all__ = [
