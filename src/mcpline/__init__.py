@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .protocol.uritemplate import UriTemplate
     from .server.completion import Completion
     from .server.content import (
+        ContentBlock,
         ToolResult,
         audio,
         embedded_blob,
@@ -52,6 +53,7 @@ __all__ = [
     "ClientError",
     "Completion",
     "ConnectionLost",
+    "ContentBlock",
     "Context",
     "Error",
     "InputDeclined",
@@ -92,6 +94,7 @@ _LAZY = {
     "Server": ".server.server",
     "Context": ".server.context",
     "ToolResult": ".server.content",
+    "ContentBlock": ".server.content",
     "audio": ".server.content",
     "embedded_blob": ".server.content",
     "embedded_text": ".server.content",
