@@ -40,7 +40,7 @@ if TYPE_CHECKING:
         resource_link,
         text,
     )
-    from .server.context import Context
+    from .server.context import Context, ElicitResult
     from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
@@ -55,6 +55,7 @@ __all__ = [
     "ConnectionLost",
     "ContentBlock",
     "Context",
+    "ElicitResult",
     "Error",
     "InputDeclined",
     "InputRequest",
@@ -93,6 +94,7 @@ _LAZY = {
     "UriTemplate": ".protocol.uritemplate",
     "Server": ".server.server",
     "Context": ".server.context",
+    "ElicitResult": ".server.context",
     "ToolResult": ".server.content",
     "ContentBlock": ".server.content",
     "audio": ".server.content",

@@ -312,3 +312,28 @@ def test_prompt_field_default_and_description() -> None:
         {"name": "topic", "description": "What about", "required": False}
     ]
 
+
+# --- a server that does not use pydantic never imports it -------------------------------------
+
+
+def test_a_server_without_pydantic_does_not_import_it(spawn: Spawn) -> None:
+    """Installed (the test extra has it) but unused: after start-up, listing, calls with
+    structured output, argument errors, coercion, a prompt and a resource, the process has
+    imported no pydantic module."""
+    p = spawn(FIXTURES / "no_pydantic_server.py")
+    assert {t["name"] for t in p.request("tools/list")["result"]["tools"]} >= {"move", "stats"}
+    moved = result(p.call("move", {"point": {"x": 1}, "by": "2"}))
+    assert moved["structuredContent"] == {"x": 3, "y": 0}
+    assert "/by: 11 is greater than the maximum of 10" in error_text(
+        p.call("move", {"point": {"x": 1}, "by": 11})
+    )
+    assert result(p.call("stats", {"values": [1, 2, 3]}))["structuredContent"] == {
+        "sum": 6.0,
+        "mean": 2.0,
+    }
+    hello = p.request("prompts/get", {"name": "hello", "arguments": {"name": "Ada", "times": "2"}})
+    assert hello["result"]["messages"][0]["content"]["text"] == "Hello, Ada! Hello, Ada!"
+    read = p.request("resources/read", {"uri": "point://1/2"})
+    assert read["result"]["contents"][0]["text"] == '{"x":1,"y":2}'
+    loaded = result(p.call("pydantic_modules"))["structuredContent"]
+    assert loaded == {"result": []}
