@@ -22,7 +22,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -934,12 +934,14 @@ def output_schema_for(tp: Any) -> tuple[dict[str, Any], bool]:
     return wrapped, True
 
 
-def _pydantic_output(tp: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def _pydantic_output(
+    tp: Any, mode: Literal["validation", "serialization"] = "serialization"
+) -> tuple[dict[str, Any], dict[str, Any]]:
     import pydantic
 
     try:
         schema = pydantic.TypeAdapter(tp).json_schema(
-            mode="serialization",
+            mode=mode,
             ref_template="#/$defs/{model}",
             schema_generator=_pydantic_generator(),
         )
@@ -1049,7 +1051,7 @@ def _typed_form(tp: Any) -> tuple[dict[str, Any], Convert]:
 
 def _schemas_of(tp: Any) -> tuple[tuple[dict[str, Any]], dict[str, Any]]:
     if _uses_pydantic(tp):
-        schema, components = _pydantic_output(tp)
+        schema, components = _pydantic_output(tp, "validation")  # what the user fills in
         return (schema,), components
     (schema,), components = msgspec.json.schema_components([tp], ref_template="#/$defs/{name}")
     _keep_declared_order(components, _choices([tp]))
