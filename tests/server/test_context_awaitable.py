@@ -181,6 +181,11 @@ def test_every_context_form_in_either_era(era: str) -> None:
     asked: list[dict[str, Any]] = []
     logs: list[dict[str, Any]] = []
 
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
     async def main() -> dict[str, Any]:
         out: dict[str, Any] = {}
         async with Client.stdio(
@@ -192,6 +197,11 @@ def test_every_context_form_in_either_era(era: str) -> None:
             on_log=logs.append,
             timeout=20,
         ) as client:
+            for tool in ("report_async", "report_sync"):
+                result = await client.call_tool(tool, {}, on_progress=on_progress)
+                out[tool] = result["content"][0]["text"]
+            out["reports"] = [e["data"] for e in logs]
+            logs.clear()
             for name, args in [
                 ("signup", {}),
                 ("profile", {}),
@@ -214,6 +224,13 @@ def test_every_context_form_in_either_era(era: str) -> None:
         return out
 
     out = asyncio.run(asyncio.wait_for(main(), 90))
+    # Awaited (async tool) or not (sync tool): each log and progress report once, in order.
+    assert out["report_async"] == out["report_sync"] == "reported"
+    expected: list[Any] = []
+    for kind in ("async", "sync"):
+        expected += [f"{level} from {kind}" for level in LEVELS[:4]] + [{"structured": True}]
+    assert out["reports"] == expected
+    assert progress == [(1, 2, "half"), (2, 2, None)] * 2
     assert out["signup"] == ("Ada is 36", 2)
     assert out["profile"] == ("Bo (4) newsletter=False", 1)
     assert out["pick"] == ("Size.LARGE cold red", 3)
