@@ -227,7 +227,8 @@ def _coerce(value: Any, node: Any, root: dict[str, Any], depth: int) -> Any:
 
 
 def _resolve(node: Any, root: dict[str, Any]) -> Any:
-    """Follow a local ``$ref`` (``#/...``) once; anything else is returned as is."""
+    """The target of a local ``$ref`` (``#/...``), followed through chains; anything else
+    is returned as is."""
     for _ in range(8):
         ref = node.get("$ref") if isinstance(node, dict) else None
         if not isinstance(ref, str) or not ref.startswith("#"):
@@ -368,14 +369,20 @@ def _pydantic_loaded() -> bool:
     return "pydantic" in sys.modules
 
 
+def _is_class(tp: Any) -> bool:
+    """A class, not a parametrized generic (``list[int]`` passes ``isinstance(_, type)`` on
+    Python 3.10)."""
+    return isinstance(tp, type) and typing.get_origin(tp) is None
+
+
 def _is_pydantic(obj: Any) -> bool:
     """Whether ``obj`` (a type or a metadata object) needs pydantic to be understood."""
     if not _pydantic_loaded():
         return False
-    cls = obj if isinstance(obj, type) else type(obj)
+    cls = obj if _is_class(obj) else type(obj)
     if cls.__module__.split(".")[0] in ("pydantic", "pydantic_core"):
         return True
-    if isinstance(obj, type):
+    if _is_class(obj):
         import pydantic
 
         return issubclass(obj, pydantic.BaseModel) or pydantic.dataclasses.is_pydantic_dataclass(
@@ -411,7 +418,7 @@ def _walk(tp: Any, seen: set[int] | None = None) -> Iterator[Any]:
         return
     for arg in _args_of(tp):
         yield from _walk(arg, seen)
-    if isinstance(tp, type) and not _is_pydantic(tp) and _has_fields(tp):
+    if _is_class(tp) and not _is_pydantic(tp) and _has_fields(tp):
         try:
             hints = typing.get_type_hints(tp, include_extras=True)
         except Exception:
@@ -620,7 +627,7 @@ def _choices(tps: list[Any]) -> list[list[Any]]:
         for node in _walk(tp):
             if typing.get_origin(node) is typing.Literal:
                 found.append([v.value if isinstance(v, enum.Enum) else v for v in node.__args__])
-            elif isinstance(node, type) and issubclass(node, enum.Enum):
+            elif _is_class(node) and issubclass(node, enum.Enum):
                 found.append([m.value for m in node])
     return found
 
@@ -1026,12 +1033,12 @@ def _typed_form(tp: Any) -> tuple[dict[str, Any], Convert]:
     if (
         tp in _SCALARS
         or typing.get_origin(tp) is typing.Literal
-        or (isinstance(tp, type) and issubclass(tp, enum.Enum))
+        or (_is_class(tp) and issubclass(tp, enum.Enum))
     ):
         (prop,), components = _schemas_of(tp)
         prop = _flat_property("value", _inline(prop, components))
         return _one_field(prop), lambda content: convert(content["value"], tp)
-    if not (isinstance(tp, type) and (_has_fields(tp) or _is_pydantic(tp))):
+    if not (_is_class(tp) and (_has_fields(tp) or _is_pydantic(tp))):
         raise TypeError(
             f"ctx.elicit cannot ask for {tp!r}: give str, int, float, bool, a Literal or Enum, "
             "a dataclass, TypedDict, msgspec.Struct or pydantic model, a list of choices, or "
