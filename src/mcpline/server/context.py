@@ -13,7 +13,6 @@ earlier work idempotent, or keep its result with `Context.remember`.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import logging
 import math
@@ -350,6 +349,8 @@ class Context(Generic[LifespanT]):
         else:
             requested, convert = _schema.elicitation_form(schema)
         if key is None:
+            import hashlib  # here: libcrypto costs ~1 MiB of RSS to every server at start-up
+
             digest = hashlib.sha256(_schema.dumps_text([message, requested]).encode()).hexdigest()[
                 :16
             ]
