@@ -773,16 +773,6 @@ class Signature:
             root["$defs"] = components
         return root
 
-    def _bind_msgspec(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        if not self.var_kw:
-            value = msgspec.convert(arguments, self.struct, strict=False)
-            return {n: getattr(value, n) for n in self.names}
-        known = {k: v for k, v in arguments.items() if k in self.names}
-        value = msgspec.convert(known, self.struct, strict=False)
-        out = {n: getattr(value, n) for n in self.names}
-        out.update((k, v) for k, v in arguments.items() if k not in self.names)
-        return out
-
     # --- pydantic -------------------------------------------------------------------------
 
     def _with_pydantic(
@@ -848,9 +838,17 @@ class Signature:
     def bind(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Typed keyword arguments from validated JSON arguments (`ArgumentError`,
         `msgspec.ValidationError` or `TypeError` when they do not convert)."""
-        if self._model is None:
-            return self._bind_msgspec(arguments)
-        return self._bind_pydantic(arguments)
+        if self._model is not None:
+            return self._bind_pydantic(arguments)
+        # msgspec, inline: this is every plain tool's hot path
+        if not self.var_kw:
+            value = msgspec.convert(arguments, self.struct, strict=False)
+            return {n: getattr(value, n) for n in self.names}
+        known = {k: v for k, v in arguments.items() if k in self.names}
+        value = msgspec.convert(known, self.struct, strict=False)
+        out = {n: getattr(value, n) for n in self.names}
+        out.update((k, v) for k, v in arguments.items() if k not in self.names)
+        return out
 
 
 def _culprit(name: str, fields: list[Any], exc: Exception) -> str:
