@@ -15,6 +15,7 @@ import json
 from typing import Annotated, Any
 
 from mcpline import (
+    ContentBlock,
     Context,
     InputRequest,
     InputRequired,
@@ -59,17 +60,17 @@ def test_simple_text() -> str:
 
 
 @server.tool(description="Tests image content response", input_schema=NO_ARGS)
-def test_image_content() -> dict[str, Any]:
+def test_image_content() -> ContentBlock:
     return image(PNG_1x1, "image/png")
 
 
 @server.tool(description="Tests audio content response", input_schema=NO_ARGS)
-def test_audio_content() -> dict[str, Any]:
+def test_audio_content() -> ContentBlock:
     return audio(WAV_MIN, "audio/wav")
 
 
 @server.tool(description="Tests embedded resource content response", input_schema=NO_ARGS)
-def test_embedded_resource() -> dict[str, Any]:
+def test_embedded_resource() -> ContentBlock:
     return embedded_text(
         "test://embedded-resource", "This is an embedded resource content.", "text/plain"
     )
@@ -79,7 +80,7 @@ def test_embedded_resource() -> dict[str, Any]:
     description="Tests response with multiple content types (text, image, resource)",
     input_schema=NO_ARGS,
 )
-def test_multiple_content_types() -> list[dict[str, Any]]:
+def test_multiple_content_types() -> list[ContentBlock]:
     return [
         text("Multiple content types test:"),
         image(PNG_1x1, "image/png"),

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .protocol.uritemplate import UriTemplate
     from .server.completion import Completion
     from .server.content import (
+        ContentBlock,
         ToolResult,
         audio,
         embedded_blob,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
         resource_link,
         text,
     )
-    from .server.context import Context
+    from .server.context import Context, ElicitResult
     from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
@@ -54,7 +55,9 @@ __all__ = [
     "ClientError",
     "Completion",
     "ConnectionLost",
+    "ContentBlock",
     "Context",
+    "ElicitResult",
     "Error",
     "InputDeclined",
     "InputRequest",
@@ -93,7 +96,9 @@ _LAZY = {
     "UriTemplate": ".protocol.uritemplate",
     "Server": ".server.server",
     "Context": ".server.context",
+    "ElicitResult": ".server.context",
     "ToolResult": ".server.content",
+    "ContentBlock": ".server.content",
     "audio": ".server.content",
     "embedded_blob": ".server.content",
     "embedded_text": ".server.content",

@@ -76,7 +76,7 @@ def test_schema_from_type_hints() -> None:
     assert p["times"]["type"] == "integer" and p["times"]["default"] == 2
     assert p["times"]["description"] == "how many times to greet (continued line)"
     assert p["mood"]["default"] == "happy" and p["mood"]["description"] == "the mood"
-    assert p["style"]["enum"] == ["fancy", "plain"]
+    assert p["style"]["enum"] == ["plain", "fancy"]  # declaration order, not sorted
     assert {"type": "null"} in p["nickname"]["anyOf"]
     assert {"type": "array", "items": {"type": "string"}} in p["tags"]["anyOf"]
     assert {"type": "object", "additionalProperties": {"type": "number"}} in p["scores"]["anyOf"]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import Any
 
-from mcpline import Context, Server
+from mcpline import ContentBlock, Context, ElicitResult, Server, image
+from mcpline.server.context import Ready
 
 if sys.version_info >= (3, 11):
     from typing import assert_type
@@ -49,6 +52,43 @@ def complete_topic(value: str) -> list[str]:
     return [value]
 
 
+@server.tool(strict=True)
+def strict_tool(x: int) -> ContentBlock:
+    return image(b"", "image/png")
+
+
+@dataclass
+class App:
+    name: str
+
+
+@dataclass
+class Profile:
+    age: int
+
+
+async def fetch() -> list[int]:
+    return [1]
+
+
+async def context_api(ctx: Context[App], bare: Context) -> None:
+    assert_type(ctx.lifespan, App)
+    assert_type(bare.lifespan, Any)
+    assert_type(ctx.info("sync form"), Ready[None])
+    assert_type(await ctx.info("awaited form"), None)
+    assert_type(await ctx.report_progress(1, 2), None)
+    assert_type(await ctx.log("notice", {"k": 1}), None)
+    assert_type(ctx.elicit("Age?", int), ElicitResult[int])
+    assert_type(await ctx.elicit("You?", Profile), ElicitResult[Profile])
+    assert_type(ctx.elicit("Form", {"name": str}), ElicitResult[Any])
+    assert_type((await ctx.elicit("Age?", int)).data, int | None)
+    assert_type(ctx.remember("n", lambda: 3), int)
+    assert_type(await ctx.remember("xs", fetch), list[int])
+    assert_type(ctx.state_as(Profile), Profile | None)
+    assert_type(ctx.client_name, str)
+    assert_type(ctx.resource_uri, str | None)
+
+
 async def use() -> None:
     assert_type(bare(1), str)
     assert_type(await called(1, Context.__new__(Context)), float)
@@ -57,3 +97,4 @@ async def use() -> None:
     assert_type(note("n"), str)
     assert_type(await doc("n"), bytes)
     assert_type(complete_topic("v"), list[str])
+    assert_type(strict_tool(1), dict[str, Any])

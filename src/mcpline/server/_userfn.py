@@ -9,12 +9,14 @@ an awaitable that a plain function returns is awaited too.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .context import Context
+from .mrtr import InputRequired
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 """Runs a blocking call on a worker thread (`Server.run_sync`)."""
@@ -24,9 +26,20 @@ _PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
 
 
 def wants_context(hint: Any) -> bool:
-    """Whether an annotation asks for the request's `Context`."""
-    if typing.get_origin(hint) is typing.Annotated:
+    """Whether an annotation asks for the request's `Context` (``Context``,
+    ``Context[MyState]``, or either ``| None``)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
         hint = typing.get_args(hint)[0]
+        origin = typing.get_origin(hint)
+    if origin is typing.Union or isinstance(hint, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) != 1:
+            return False
+        hint = args[0]
+        origin = typing.get_origin(hint)
+    if origin is not None:
+        hint = origin
     return isinstance(hint, type) and issubclass(hint, Context)
 
 
@@ -55,16 +68,27 @@ class UserFunction:
         return cls(fn, param, inspect.iscoroutinefunction(fn))
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
-        """Call with ``kwargs`` (and the context); return what the function returned."""
+        """Call with ``kwargs`` (and the context); return what the function returned.
+
+        An `InputRequired` it raises or returns leaves with the context's kept answers and
+        `Context.remember` values added to its state (see `Context.carry`)."""
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
+            ctx.new_run()
         fn = self.fn
-        if self.is_async:
-            value = await fn(**kwargs)
-        else:
-            value = await run_sync(lambda: fn(**kwargs))
-        if type(value) not in _PLAIN_VALUES and inspect.isawaitable(value):
-            value = await value
+        try:
+            if self.is_async:
+                value = await fn(**kwargs)
+            else:
+                value = await run_sync(lambda: fn(**kwargs))
+            if type(value) not in _PLAIN_VALUES:
+                if inspect.isawaitable(value):
+                    value = await value
+                if isinstance(value, InputRequired):
+                    value.state = ctx.carry(value.state)
+        except InputRequired as ir:
+            ir.state = ctx.carry(ir.state)
+            raise
         return value
 
 

@@ -1,10 +1,30 @@
-"""Content blocks and tool results, as plain JSON-ready dicts."""
+"""Content blocks and tool results, as plain JSON-ready dicts.
+
+A tool that returns content blocks says so with ``-> ContentBlock`` (or
+``list[ContentBlock]``): a tool annotated ``-> dict`` returns structured data instead.
+"""
 
 from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+
+class _Content:
+    """The mark of `ContentBlock` in an annotation."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "content"
+
+
+CONTENT = _Content()
+
+ContentBlock = Annotated[dict[str, Any], CONTENT]
+"""A content block (``text``, ``image``, ``audio``, ``resource_link``, ``resource``): a plain
+``dict``, marked so that ``-> ContentBlock`` means content where ``-> dict`` means data."""
 
 
 def _b64(data: bytes | str) -> str:
@@ -13,7 +33,7 @@ def _b64(data: bytes | str) -> str:
 
 def _extra(
     block: dict[str, Any], annotations: dict[str, Any] | None, meta: dict[str, Any] | None
-) -> dict[str, Any]:
+) -> ContentBlock:
     if annotations:
         block["annotations"] = annotations
     if meta:
@@ -23,7 +43,7 @@ def _extra(
 
 def text(
     value: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> ContentBlock:
     """A text content block."""
     return _extra({"type": "text", "text": value}, annotations, meta)
 
@@ -34,7 +54,7 @@ def image(
     *,
     annotations: dict[str, Any] | None = None,
     meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ContentBlock:
     """An image block; ``data`` is raw bytes or already base64-encoded text."""
     return _extra({"type": "image", "data": _b64(data), "mimeType": mime_type}, annotations, meta)
 
@@ -45,7 +65,7 @@ def audio(
     *,
     annotations: dict[str, Any] | None = None,
     meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ContentBlock:
     """An audio block; ``data`` is raw bytes or already base64-encoded text."""
     return _extra({"type": "audio", "data": _b64(data), "mimeType": mime_type}, annotations, meta)
 
@@ -60,7 +80,7 @@ def resource_link(
     size: int | None = None,
     annotations: dict[str, Any] | None = None,
     meta: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ContentBlock:
     """A link to a resource the client may read."""
     block: dict[str, Any] = {"type": "resource_link", "uri": uri, "name": name}
     for key, value in (
@@ -80,7 +100,7 @@ def embedded_text(
     mime_type: str | None = "text/plain",
     *,
     annotations: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ContentBlock:
     """An embedded text resource."""
     res: dict[str, Any] = {"uri": uri, "text": value}
     if mime_type:
@@ -94,7 +114,7 @@ def embedded_blob(
     mime_type: str | None = None,
     *,
     annotations: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> ContentBlock:
     """An embedded binary resource (base64 ``blob``)."""
     res: dict[str, Any] = {"uri": uri, "blob": _b64(data)}
     if mime_type:
@@ -103,10 +123,29 @@ def embedded_blob(
 
 
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
+_BLOCK_KEYS = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": ("resource",),
+}
 
 
 def is_content_block(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") in CONTENT_TYPES
+
+
+def looks_like_content(value: Any) -> bool:
+    """Whether ``value`` is a complete content block (its type and that type's required
+    keys), or a non-empty list of them: what the helpers here build."""
+    if isinstance(value, list):
+        return bool(value) and all(looks_like_content(v) for v in value)
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    keys = _BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
+    return keys is not None and all(k in value for k in keys)
 
 
 @dataclass
@@ -131,11 +170,14 @@ class ToolResult:
 
 __all__ = [
     "audio",
+    "CONTENT",
+    "ContentBlock",
     "CONTENT_TYPES",
     "embedded_blob",
     "embedded_text",
     "image",
     "is_content_block",
+    "looks_like_content",
     "resource_link",
     "text",
     "ToolResult",

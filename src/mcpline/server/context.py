@@ -1,21 +1,47 @@
-"""What a handler knows about the request it is serving, and how it talks back."""
+"""What a handler knows about the request it is serving, and how it talks back.
+
+The reporting methods (`Context.info`, `Context.log`, `Context.report_progress`, …) do their
+work when called and return an awaitable that is already done, so ``await ctx.info(...)``
+(FastMCP's spelling, in an ``async def`` tool) and ``ctx.info(...)`` (in a plain ``def``
+tool, on a worker thread) both work and send the same message once.
+
+`Context.elicit` and `Context.ask` rest on MRTR (see `mcpline.server.mrtr`): the first time a
+question is asked the handler is stopped, the client is asked, and the handler runs again
+from the top with the answer. Code before a question therefore runs again: ask first, keep
+earlier work idempotent, or keep its result with `Context.remember`.
+"""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 from ..jsonrpc import MISSING, notification
 from ..protocol.capabilities import has_capability, require_capability
 from ..protocol.meta import RequestMeta
-from ..spec import LOG_LEVEL_RANK, MESSAGE, PROGRESS, PYTHON_LOG_LEVEL
+from ..spec import ELICIT, LOG_LEVEL_RANK, MESSAGE, PROGRESS, PYTHON_LOG_LEVEL
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeVar as TypeVarWithDefault
+
     from .engine import Exchange
     from .eras import EraHost
     from .mrtr import InputRequest
+
+    LifespanT = TypeVarWithDefault("LifespanT", default=Any)
+else:
+    LifespanT = TypeVar("LifespanT")
+
+T = TypeVar("T")
+
+RERUN_KEY = "mcpline.rerun"
+"""The key under which the framework keeps its own part of an MRTR state (answers to earlier
+questions and `Context.remember` values) beside yours."""
 
 
 def _finite(value: Any) -> bool:
@@ -25,10 +51,71 @@ def _finite(value: Any) -> bool:
     return math.isfinite(value)
 
 
-class Context:
-    """Per-request context. ``report_progress`` and ``log`` are safe from sync tools' threads.
+class Ready(Awaitable[T]):
+    """An awaitable that is already done: ``await`` gives `value` at once."""
 
-    Nothing is ever written for a request after its response or its cancellation.
+    __slots__ = ("value",)
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.value
+        yield  # a generator that never suspends
+
+
+DONE: Ready[None] = Ready(None)
+"""What the reporting methods return: their work is done before ``await``."""
+
+
+@dataclass(frozen=True)
+class ElicitResult(Generic[T]):
+    """The user's answer to `Context.elicit`. Awaitable (to itself), so both
+    ``result = ctx.elicit(...)`` and ``result = await ctx.elicit(...)`` work."""
+
+    action: Literal["accept", "decline", "cancel"]
+    """What the user did."""
+    data: T | None = None
+    """The answer as the type asked for (``None`` unless `accepted`)."""
+    content: dict[str, Any] = field(default_factory=dict)
+    """The form's content as the client sent it."""
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+    def __await__(self) -> Generator[Any, None, ElicitResult[T]]:
+        return self
+        yield  # a generator that never suspends
+
+
+class _Rerun:
+    """What the framework carries from one round of a request to the next."""
+
+    __slots__ = ("answers", "memo", "seen")
+
+    def __init__(self) -> None:
+        self.answers: dict[str, dict[str, Any]] = {}
+        """Answers from earlier rounds (each checked when it came), by input key."""
+        self.memo: dict[str, Any] = {}
+        """`Context.remember` values, by key."""
+        self.seen: dict[str, int] = {}
+        """This run's `Context.elicit` questions, for their keys (cleared at each run)."""
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as it comes back from JSON (what a later round sees)."""
+    from .schema import json_copy
+
+    return json_copy(value)
+
+
+class Context(Generic[LifespanT]):
+    """Per-request context: what the request is, and how the handler talks back.
+
+    Annotate a parameter ``ctx: Context`` (or ``Context[MyState]`` to type `lifespan`). Every
+    method is safe from a sync tool's worker thread; nothing is ever written for a request
+    after its response or its cancellation.
     """
 
     __slots__ = (
@@ -41,9 +128,11 @@ class Context:
         "_loop_thread",
         "_last_progress",
         "input_responses",
-        "state",
+        "_state",
+        "_rerun",
         "asked",
         "legacy_version",
+        "resource_uri",
     )
 
     def __init__(self, exchange: Exchange, meta: RequestMeta | None, host: EraHost) -> None:
@@ -58,12 +147,16 @@ class Context:
         self._last_progress: float | None = None
         self.input_responses: dict[str, dict[str, Any]] = {}
         """MRTR: the client's answers on a retry (``inputResponses``), checked to be objects."""
-        self.state: Any = None
-        """MRTR: the state you passed to `InputRequired` in the previous round (verified)."""
+        self._state: Any = None
+        self._rerun: _Rerun | None = None
         self.asked: dict[str, str] = {}
         """MRTR: input key → method of the requests recorded in the sealed state."""
         self.legacy_version: str | None = None
         """The negotiated revision when this request belongs to a legacy (initialize) session."""
+        self.resource_uri: str | None = None
+        """In ``resources/read``: the URI the client asked for (``None`` elsewhere)."""
+
+    # --- the request ------------------------------------------------------------------------
 
     @property
     def legacy(self) -> bool:
@@ -76,7 +169,23 @@ class Context:
 
     @property
     def client_info(self) -> dict[str, Any] | None:
+        """The client's ``Implementation`` object, ``None`` when it sent none (see
+        `client_name` for a plain string)."""
         return self.meta.client_info if self.meta else None
+
+    @property
+    def client_name(self) -> str:
+        """The client's name (``clientInfo.name``), ``""`` when it did not say."""
+        info = self.client_info
+        name = info.get("name") if info else None
+        return name if isinstance(name, str) else ""
+
+    @property
+    def client_version(self) -> str:
+        """The client's version (``clientInfo.version``), ``""`` when it did not say."""
+        info = self.client_info
+        version = info.get("version") if info else None
+        return version if isinstance(version, str) else ""
 
     @property
     def cancelled(self) -> bool:
@@ -84,9 +193,11 @@ class Context:
         return not self._exchange.open
 
     @property
-    def lifespan(self) -> Any:
-        """What the server's lifespan hook yielded (``None`` without one)."""
-        return self._host.lifespan
+    def lifespan(self) -> LifespanT:
+        """What the server's lifespan hook yielded (``None`` without one); its type is the
+        parameter of ``Context[...]``."""
+        value: LifespanT = self._host.lifespan
+        return value
 
     @property
     def principal(self) -> Any:
@@ -111,6 +222,70 @@ class Context:
         """Raise -32021 unless this request declared ``path`` (e.g. ``"elicitation.url"``)."""
         require_capability(self.client_capabilities, path)
 
+    # --- MRTR ---------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> Any:
+        """MRTR: the state you passed to `InputRequired` (or `ask`) in the previous round,
+        verified (``None`` in the first round); `state_as` gives it a type."""
+        return self._state
+
+    @state.setter
+    def state(self, value: Any) -> None:
+        if type(value) is dict and len(value) == 2 and RERUN_KEY in value and "state" in value:
+            kept = value[RERUN_KEY]
+            rerun = self._rerun = _Rerun()
+            if type(kept) is dict:
+                rerun.answers = dict(kept.get("answers") or {})
+                rerun.memo = dict(kept.get("memo") or {})
+            value = value["state"]
+        self._state = value
+
+    def state_as(self, tp: type[T]) -> T | None:
+        """`state` converted to ``tp`` (a dataclass, TypedDict, msgspec or pydantic type you
+        passed as the state), or ``None`` in the first round."""
+        if self._state is None:
+            return None
+        from .schema import convert
+
+        value: T = convert(self._state, tp)
+        return value
+
+    def carry(self, state: Any) -> Any:
+        """The state to seal for the next round: ``state``, with the answers and `remember`
+        values of this round beside it when there are any (the framework calls this)."""
+        rerun = self._rerun
+        if rerun is None or not (rerun.answers or rerun.memo):
+            return state
+        if type(state) is dict and RERUN_KEY in state:
+            return state
+        kept: dict[str, Any] = {}
+        if rerun.answers:
+            kept["answers"] = dict(rerun.answers)
+        if rerun.memo:
+            kept["memo"] = dict(rerun.memo)
+        return {RERUN_KEY: kept, "state": state}
+
+    def _kept(self) -> _Rerun:
+        rerun = self._rerun
+        if rerun is None:
+            rerun = self._rerun = _Rerun()
+        return rerun
+
+    def _answer_kept(self, key: str) -> dict[str, Any] | None:
+        """An answer under ``key`` from an earlier round."""
+        rerun = self._rerun
+        return None if rerun is None else rerun.answers.get(key)
+
+    def _keep_answer(self, key: str, answer: dict[str, Any]) -> None:
+        self._kept().answers[key] = answer
+
+    def new_run(self) -> None:
+        """The handler starts (again): `elicit` numbers its questions from the start."""
+        rerun = self._rerun
+        if rerun is not None:
+            rerun.seen.clear()
+
     def can_ask(self, request: InputRequest) -> bool:
         """Whether this request's client declared what ``request`` needs (MRTR)."""
         from .mrtr import can_ask
@@ -121,6 +296,7 @@ class Context:
         """The client's answer to ``request`` (under ``key``), or raise `InputRequired` for it.
 
         ``state`` (default: the current `state`) comes back as ``ctx.state`` on the retry.
+        An answer stays known in later rounds, so questions can be asked one after another.
         A wrong answer is never asked for again and never returned: it is -32602 for a modern
         client and an ``isError`` result for a legacy one (see `mcpline.server.mrtr.ask`).
         """
@@ -136,6 +312,89 @@ class Context:
 
         return ask_all(self, requests, state)
 
+    @overload
+    def elicit(
+        self, message: str, schema: type[T], *, key: str | None = None
+    ) -> ElicitResult[T]: ...
+
+    @overload
+    def elicit(
+        self, message: str, schema: Any = None, *, key: str | None = None
+    ) -> ElicitResult[Any]: ...
+
+    def elicit(self, message: str, schema: Any = None, *, key: str | None = None) -> Any:
+        """Ask the user to fill in a form; the `ElicitResult` is awaitable, so
+        ``await ctx.elicit(...)`` and ``ctx.elicit(...)`` both work.
+
+        ``schema`` is a type — ``str``, ``int``, ``float``, ``bool``, a ``Literal`` or
+        ``Enum`` (one field, ``data`` is the value), a dataclass, TypedDict, msgspec struct
+        or pydantic model with flat fields (``data`` is an instance) — a list of strings to
+        choose from, a ``requestedSchema`` or `mcpline.elicit`'s shorthand (``data`` is the
+        content), or ``None`` (an empty form: accept or decline).
+
+        On MRTR (`ask`): the first call stops the handler and asks; the handler then runs
+        again from the top, and this call returns the answer. ``key`` names the question;
+        by default it comes from the message, the schema and how many times this run asked
+        the same, which stays the same across runs as long as the code before it does.
+        """
+        from . import schema as _schema
+        from .mrtr import InputRequest, elicit
+
+        if not isinstance(message, str):
+            raise TypeError("message must be a string")
+        convert: Callable[[dict[str, Any]], Any]
+        if isinstance(schema, Mapping):
+            requested = elicit(message, schema).params["requestedSchema"]
+            convert = dict
+        else:
+            requested, convert = _schema.elicitation_form(schema)
+        if key is None:
+            import hashlib  # here: libcrypto costs ~1 MiB of RSS to every server at start-up
+
+            digest = hashlib.sha256(_schema.dumps_text([message, requested]).encode()).hexdigest()[
+                :16
+            ]
+            seen = self._kept().seen
+            seen[digest] = n = seen.get(digest, 0) + 1
+            key = f"elicit-{digest}-{n}"
+        request = InputRequest(ELICIT, {"message": message, "requestedSchema": requested})
+        answer = self.ask(key, request)
+        action = answer["action"]
+        content = answer.get("content") or {}
+        data = convert(content) if action == "accept" else None
+        return ElicitResult(action, data, dict(content))
+
+    @overload
+    def remember(self, key: str, fn: Callable[[], Awaitable[T]]) -> Awaitable[T]: ...
+
+    @overload
+    def remember(self, key: str, fn: Callable[[], T]) -> T: ...
+
+    def remember(self, key: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``'s value, computed once per request however often the handler re-runs.
+
+        The first run calls ``fn`` and keeps its value (JSON data) in the request's state;
+        later runs — after `elicit`/`ask` — get the kept value without calling ``fn``. The
+        value is returned as JSON brings it back (a dataclass becomes a dict), the same on
+        every run. Pass an ``async def`` function to get an awaitable. Keep the values
+        small: a modern client carries them in the sealed state (64 KiB at most).
+        """
+        memo = self._kept().memo
+        if inspect.iscoroutinefunction(fn):
+            if key in memo:
+                return Ready(memo[key])
+            return self._remember_async(key, fn)
+        if key not in memo:
+            memo[key] = _as_json(fn())
+        return memo[key]
+
+    async def _remember_async(self, key: str, fn: Callable[[], Awaitable[Any]]) -> Any:
+        value = _as_json(await fn())
+        self._kept().memo[key] = value
+        return value
+
+    # --- progress and logging -------------------------------------------------------------------
+
     def _call(self, fn: Any, *args: Any) -> None:
         if threading.get_ident() == self._loop_thread:
             fn(*args)
@@ -144,12 +403,14 @@ class Context:
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    ) -> Ready[None]:
         """Send `notifications/progress` if the request asked for it (a ``progressToken``).
 
         Values must increase; a value that does not is dropped with a warning on stderr.
+        Sent when called; the awaitable it returns is already done.
         """
         self._call(self._progress, progress, total, message)
+        return DONE
 
     def _progress(self, progress: float, total: float | None, message: str | None) -> None:
         token = self.meta.progress_token if self.meta else None
@@ -179,12 +440,14 @@ class Context:
             params["message"] = message
         self._exchange.send(notification(PROGRESS, params))
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+    def log(self, level: str, data: Any, logger: str | None = None) -> Ready[None]:
         """Log for this request: a `notifications/message` when the request's ``logLevel``
-        admits ``level``, otherwise a record on stderr through `logging`."""
+        admits ``level``, otherwise a record on stderr through `logging`. Sent when called;
+        the awaitable it returns is already done."""
         if level not in LOG_LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}")
         self._call(self._log, level, data, logger)
+        return DONE
 
     def _log(self, level: str, data: Any, logger: str | None) -> None:
         if not self._exchange.open:
@@ -196,19 +459,27 @@ class Context:
         else:
             logging.getLogger(name).log(PYTHON_LOG_LEVEL[level], "%s", data)
 
-    def debug(self, data: Any) -> None:
-        self.log("debug", data)
+    def debug(self, data: Any, logger: str | None = None) -> Ready[None]:
+        """`log` at ``debug``."""
+        return self.log("debug", data, logger)
 
-    def info(self, data: Any) -> None:
-        self.log("info", data)
+    def info(self, data: Any, logger: str | None = None) -> Ready[None]:
+        """`log` at ``info``."""
+        return self.log("info", data, logger)
 
-    def warning(self, data: Any) -> None:
-        self.log("warning", data)
+    def warning(self, data: Any, logger: str | None = None) -> Ready[None]:
+        """`log` at ``warning``."""
+        return self.log("warning", data, logger)
 
-    def error(self, data: Any) -> None:
-        self.log("error", data)
+    def error(self, data: Any, logger: str | None = None) -> Ready[None]:
+        """`log` at ``error``."""
+        return self.log("error", data, logger)
 
 
 __all__ = [
     "Context",
+    "DONE",
+    "ElicitResult",
+    "Ready",
+    "RERUN_KEY",
 ]

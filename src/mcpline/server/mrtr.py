@@ -370,11 +370,17 @@ def ask(ctx: Context, key: str, request: InputRequest, state: Any = MISSING) -> 
 def ask_all(
     ctx: Context, requests: Mapping[str, InputRequest], state: Any = MISSING
 ) -> dict[str, dict[str, Any]]:
-    """Answers to all ``requests``, or raise `InputRequired` for all of them if any is missing."""
+    """Answers to all ``requests``, or raise `InputRequired` for all of them if any is missing.
+
+    An answer given in an earlier round of the same request counts: the framework keeps the
+    answers in the sealed state (`Context.carry`), so questions can follow one another."""
     got: dict[str, dict[str, Any]] = {}
     for key, request in requests.items():
         answer = ctx.input_responses.get(key)
         if answer is None:
+            kept = ctx._answer_kept(key)  # answered in an earlier round (and checked then)
+            if kept is not None:
+                got[key] = kept
             continue
         check_response(key, request.method, answer)
         problems = content_problems(request, answer)
@@ -386,6 +392,7 @@ def ask_all(
                 {"inputKey": key, "problems": problems},
             )
         got[key] = answer
+        ctx._keep_answer(key, answer)  # carried to later rounds in the sealed state
     if len(got) == len(requests):
         return got
     raise InputRequired(requests, ctx.state if state is MISSING else state)

@@ -400,6 +400,7 @@ async def read(
     propagates (so the framework can turn `InputRequired` into an MRTR result and failures
     into -32603).
     """
+    ctx.resource_uri = uri
     try:
         value = await res.body.call(kwargs, ctx, run_sync)
     except (FileNotFoundError, PathEscapeError):

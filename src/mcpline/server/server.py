@@ -48,6 +48,8 @@ class ServerOptions:
     server_info_in_results: bool = True
     versions: tuple[str, ...] = MODERN_VERSIONS
     """The modern revisions served (``supportedVersions``)."""
+    strict_arguments: bool = False
+    """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):
@@ -75,6 +77,7 @@ class Server:
     ``state_single_use=False``; pass a shared `NonceLedger` there for replicas (see
     `mcpline.protocol.state`);
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
+    ``strict_arguments`` is every tool's default for ``strict`` (see `tool`).
     ``bus`` carries list changes and resource updates to the other processes of this server
     (see `mcpline.server.bus`); without one they reach this process's peers only.
     The options are kept in `options`.
@@ -108,6 +111,7 @@ class Server:
         read_ttl_ms: int = 0,
         read_cache_scope: str = "private",
         bus: NotificationBus | None = None,
+        strict_arguments: bool = False,
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -123,6 +127,7 @@ class Server:
             shutdown_grace=shutdown_grace,
             sync_workers=sync_workers,
             server_info_in_results=server_info_in_results,
+            strict_arguments=strict_arguments,
         )
         self.name = name
         self.version = version
@@ -201,6 +206,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
+        strict: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -216,6 +222,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
+        strict: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -223,6 +230,9 @@ class Server:
         from the docstring; a typed return gives ``outputSchema`` and ``structuredContent``.
         ``annotations`` takes spec keys or ``read_only``/``destructive``/``idempotent``/
         ``open_world``/``title``. A ``hidden`` tool can be called but is not listed.
+        Arguments that break the input schema only because a number, boolean, array or
+        object came as its JSON text (``"5"``) are read as that value unless ``strict``
+        (default: the server's ``strict_arguments``); see docs/tools.md.
         """
         if callable(name):
             self.add_tool(name)
@@ -241,14 +251,24 @@ class Server:
                 icons=icons,
                 meta=meta,
                 hidden=hidden,
+                strict=strict,
             )
             return fn
 
         return register
 
-    def add_tool(self, fn: Callable[..., Any], *, hidden: bool = False, **options: Any) -> Tool:
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        hidden: bool = False,
+        strict: bool | None = None,
+        **options: Any,
+    ) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
-        tool = make_tool(fn, **options)
+        if strict is None:
+            strict = self.options.strict_arguments
+        tool = make_tool(fn, strict=strict, **options)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool

@@ -14,7 +14,7 @@ from ..errors import JsonRpcError, ToolError
 from ..spec import TOOL_NAME_MAX
 from . import schema as _schema
 from ._userfn import RunSync, UserFunction, definition, wants_context
-from .content import ToolResult, is_content_block, text
+from .content import CONTENT, ToolResult, is_content_block, looks_like_content, text
 from .context import Context
 from .mrtr import InputRequired
 
@@ -51,20 +51,28 @@ def check_name(name: str, kind: str = "tool") -> None:
 
 
 def _plain_return(tp: Any) -> bool:
-    """Return types that map to content, not to structured output."""
-    if tp in (inspect.Signature.empty, None, type(None), str, Any, ToolResult, dict, list):
+    """Return types that map to content, not to structured output: text, `ContentBlock`
+    and lists of them, `ToolResult`, ``Any`` and nothing. (``dict`` is structured data.)"""
+    if tp in (inspect.Signature.empty, None, type(None), str, Any, ToolResult, list):
         return True
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        return _plain_return(typing.get_args(tp)[0])
+        base, *meta = typing.get_args(tp)
+        return any(m is CONTENT for m in meta) or _plain_return(base)
     if origin is typing.Union or (origin is not None and str(origin) == "types.UnionType"):
         return all(_plain_return(a) for a in typing.get_args(tp))
-    if origin in (list, dict):
+    if origin is list:
         args = typing.get_args(tp)
-        return bool(args) and all(
-            a in (dict, Any) or typing.get_origin(a) is dict for a in args[-1:]
-        )
+        return bool(args) and _content_item(args[-1])
     return False
+
+
+def _content_item(tp: Any) -> bool:
+    """Element types of a list of content blocks (``dict``, ``ContentBlock``, ``Any``)."""
+    if typing.get_origin(tp) is typing.Annotated:
+        base, *meta = typing.get_args(tp)
+        return any(m is CONTENT for m in meta) or _content_item(base)
+    return tp in (dict, Any) or typing.get_origin(tp) is dict
 
 
 class HeaderParam(typing.NamedTuple):
@@ -170,6 +178,11 @@ class Tool:
     """For an explicit ``output_schema``: results are checked against it."""
     header_params: tuple[HeaderParam, ...] = ()
     """Parameters mirrored into ``Mcp-Param-*`` headers (HTTP checks them against the body)."""
+    strict: bool = False
+    """Arguments must fit ``inputSchema`` as sent: no string is read as the number (or
+    boolean, array, object) it spells."""
+    open_object: bool = False
+    """Annotated ``-> dict`` (any object): a content block returned by mistake is refused."""
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -189,8 +202,13 @@ def make_tool(
     annotations: dict[str, Any] | None = None,
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
+    strict: bool = False,
 ) -> Tool:
-    """Build a `Tool` from a function; raises `ValueError` for anything a client would reject."""
+    """Build a `Tool` from a function; raises `ValueError` for anything a client would reject.
+
+    ``strict`` turns off the reading of strings as the numbers, booleans, arrays or objects
+    they spell (``"5"`` for an integer), which is otherwise applied to arguments that break
+    ``inputSchema``."""
     tool_name = name or fn.__name__
     check_name(tool_name)
     summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
@@ -224,12 +242,12 @@ def make_tool(
             try:
                 output_schema, wrap = _schema.output_schema_for(ret)
             except (TypeError, ValueError) as exc:
-                if structured_output:
-                    raise ValueError(f"tool {tool_name!r}: {exc}") from exc
-                output_schema = None
-            else:
-                # The advertised schema is a promise: values that break it are tool errors.
-                output_validator = _schema.Validator(output_schema)
+                raise ValueError(
+                    f"tool {tool_name!r}: {exc} (for content, annotate -> Any or "
+                    "-> ContentBlock, or pass structured_output=False)"
+                ) from exc
+            # The advertised schema is a promise: values that break it are tool errors.
+            output_validator = _schema.Validator(output_schema)
         elif structured_output:
             raise ValueError(
                 f"tool {tool_name!r}: structured output needs a typed return annotation"
@@ -255,7 +273,14 @@ def make_tool(
         wrap_output=wrap,
         output_validator=output_validator,
         header_params=headers,
+        strict=strict,
+        open_object=wrap is False and output_schema is not None and _open_object(output_schema),
     )
+
+
+def _open_object(schema: dict[str, Any]) -> bool:
+    """An output schema that any object fits (``-> dict``, ``-> dict[str, Any]``)."""
+    return schema.get("type") == "object" and not (set(schema) - {"type", "additionalProperties"})
 
 
 def error_result(message: str) -> dict[str, Any]:
@@ -267,6 +292,12 @@ def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
     if isinstance(value, ToolResult):
         return value.to_json()
     if tool.wrap_output is not None:
+        if tool.open_object and looks_like_content(value):
+            log.error("tool %r is annotated -> dict but returned a content block", tool.name)
+            return error_result(
+                f"Tool {tool.name!r} returned a content block, but its return annotation "
+                "(dict) promises structured data; annotate it -> ContentBlock to send content"
+            )
         data = _schema.to_json(value)
         structured = {"result": data} if tool.wrap_output else data
         if tool.output_validator is not None:
@@ -310,7 +341,12 @@ async def invoke(
     """
     problems = tool.validator.errors(arguments)
     if problems:
-        return error_result(f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems))
+        fixed = None if tool.strict else tool.validator.coerce(arguments)
+        if fixed is not None:
+            problems = tool.validator.errors(fixed)
+            arguments = fixed  # a copy: what the client sent (and MRTR seals) is unchanged
+        if problems:
+            return error_result(f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems))
     try:
         kwargs = tool.signature.bind(arguments) if tool.signature else dict(arguments)
     except (TypeError, ValueError) as exc:
