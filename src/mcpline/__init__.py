@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .server.resources import PathEscapeError, safe_path
     from .server.schema import McpHeader
     from .server.server import Server
+    from .server.tasks import Task
 
 __all__ = [
     "Client",
@@ -66,6 +67,7 @@ __all__ = [
     "ResourceNotFoundError",
     "Server",
     "ServerError",
+    "Task",
     "ToolError",
     "ToolResult",
     "UriTemplate",
@@ -110,6 +112,7 @@ _LAZY = {
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",
     "safe_path": ".server.resources",
+    "Task": ".server.tasks",
 }
 """Exports whose modules load on first access (the names `TYPE_CHECKING` imports above)."""
 

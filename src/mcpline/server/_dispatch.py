@@ -30,17 +30,21 @@ from ..spec import (
     RESOURCES_READ,
     RESOURCES_TEMPLATES_LIST,
     SERVER_INFO_KEY,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_UPDATE,
     TOOLS_CALL,
     TOOLS_LIST,
 )
 from .context import Context
 from .mrtr import InputRequired, refuse, run_modern
-from .tools import invoke
+from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
     from ._lifespan import Services
     from .server import Server, ServerOptions
     from .subscriptions import Subscriptions
+    from .tasks import TaskManager
 
 Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -104,6 +108,9 @@ class Dispatcher:
             PROMPTS_GET: Method(self._prompts_get, "prompts"),
             COMPLETE: Method(self._complete, "completions"),
             LISTEN: Method(self._listen, None, waits_for_lifespan=False, long_lived=True),
+            TASKS_GET: Method(self._tasks_get, "tasks"),
+            TASKS_UPDATE: Method(self._tasks_update, "tasks"),
+            TASKS_CANCEL: Method(self._tasks_cancel, "tasks"),
         }
 
     # --- what the eras ask ------------------------------------------------------------
@@ -166,6 +173,17 @@ class Dispatcher:
     def has_subscriptions(self) -> bool:
         """Whether a listen was ever opened (else there is nothing to notify)."""
         return "subscriptions" in self.__dict__
+
+    @cached_property
+    def tasks(self) -> TaskManager:
+        """The tasks extension's runtime (built, with its store, on first use)."""
+        from .tasks import TaskManager, resolve_store
+
+        return TaskManager(self, resolve_store(self.options.task_store))
+
+    def has_tasks(self) -> bool:
+        """Whether a task was ever handled (else no tasks machinery is loaded)."""
+        return "tasks" in self.__dict__
 
     def watchable(self, uri: str) -> bool:
         return self._server._watchable(uri)
@@ -253,7 +271,22 @@ class Dispatcher:
         tool = self._server._tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
-        return await invoke(tool, arguments, ctx, self.services.submit)
+        mode = self._server._task_tools.get(name)
+        if mode is not None:
+            return await self.tasks.call_tool(tool, mode, arguments, ctx)
+        try:
+            return await invoke(tool, arguments, ctx, self.services.submit)
+        except Deferred as handle:  # the body returned a task handle (mcpline.Task)
+            return await self.tasks.adopt(tool, handle, ctx)
+
+    async def _tasks_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.get(ctx, params)
+
+    async def _tasks_update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.update(ctx, params)
+
+    async def _tasks_cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.cancel(ctx, params)
 
     async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         listed = [r.definition for r in self._server._resources.static.values()]

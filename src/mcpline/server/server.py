@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import MODERN_VERSIONS
+from ..spec import MODERN_VERSIONS, TASKS_EXTENSION
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .completion import Completions
     from .prompts import Prompt
     from .resources import Resource, Resources
+    from .task_store import TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +49,11 @@ class ServerOptions:
     server_info_in_results: bool = True
     versions: tuple[str, ...] = MODERN_VERSIONS
     """The modern revisions served (``supportedVersions``)."""
+    task_store: TaskStore | str | None = None
+    """Where tasks live (see `mcpline.server.tasks`); None: ``$MCPLINE_TASK_STORE``, else
+    memory."""
+    task_ttl_ms: int | None = 3_600_000
+    task_poll_interval_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):
@@ -58,6 +64,9 @@ class ServerOptions:
             raise ValueError("ttl must be >= 0")
         if self.page_size < 1 or self.max_in_flight < 1 or self.max_outbound_bytes < 1:
             raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
+        ttl = self.task_ttl_ms
+        if (ttl is not None and ttl < 1) or self.task_poll_interval_ms < 1:
+            raise ValueError("task_ttl_ms (or None) and task_poll_interval_ms must be positive")
 
 
 class Server:
@@ -77,6 +86,10 @@ class Server:
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
     ``bus`` carries list changes and resource updates to the other processes of this server
     (see `mcpline.server.bus`); without one they reach this process's peers only.
+    ``task_store`` keeps tasks (the tasks extension, see `mcpline.server.tasks`): a store,
+    or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default ``$MCPLINE_TASK_STORE``, else
+    memory); passing one also advertises the extension. A task lives ``task_ttl_ms`` (None:
+    no limit) and clients are asked to poll every ``task_poll_interval_ms``.
     The options are kept in `options`.
     """
 
@@ -108,6 +121,9 @@ class Server:
         read_ttl_ms: int = 0,
         read_cache_scope: str = "private",
         bus: NotificationBus | None = None,
+        task_store: TaskStore | str | None = None,
+        task_ttl_ms: int | None = 3_600_000,
+        task_poll_interval_ms: int = 1000,
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -123,6 +139,9 @@ class Server:
             shutdown_grace=shutdown_grace,
             sync_workers=sync_workers,
             server_info_in_results=server_info_in_results,
+            task_store=task_store,
+            task_ttl_ms=task_ttl_ms,
+            task_poll_interval_ms=task_poll_interval_ms,
         )
         self.name = name
         self.version = version
@@ -141,6 +160,8 @@ class Server:
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
         self._hidden_tools: set[str] = set()
+        self._task_tools: dict[str, str] = {}
+        """Tools registered with ``task=``: name → ``"optional"`` or ``"required"``."""
         self._listed: list[dict[str, Any]] | None = None
         """`tools/list` order, built once per change of the registry (not once per page)."""
         self._resources_enabled = False
@@ -201,6 +222,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
+        task: bool | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -216,6 +238,7 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
+        task: bool | str | None = None,
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -223,6 +246,9 @@ class Server:
         from the docstring; a typed return gives ``outputSchema`` and ``structuredContent``.
         ``annotations`` takes spec keys or ``read_only``/``destructive``/``idempotent``/
         ``open_world``/``title``. A ``hidden`` tool can be called but is not listed.
+        ``task=True`` (or ``"optional"``) runs each call as a task for a client that declares
+        the tasks extension; ``task="required"`` refuses other clients with -32021 (legacy
+        sessions still get a normal call). See `mcpline.server.tasks`.
         """
         if callable(name):
             self.add_tool(name)
@@ -241,17 +267,28 @@ class Server:
                 icons=icons,
                 meta=meta,
                 hidden=hidden,
+                task=task,
             )
             return fn
 
         return register
 
-    def add_tool(self, fn: Callable[..., Any], *, hidden: bool = False, **options: Any) -> Tool:
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        *,
+        hidden: bool = False,
+        task: bool | str | None = None,
+        **options: Any,
+    ) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
+        mode = _task_mode(task)
         tool = make_tool(fn, **options)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if mode is not None:
+            self._task_tools[tool.name] = mode
         self._listed = None
         if hidden:
             self._hidden_tools.add(tool.name)
@@ -264,6 +301,7 @@ class Server:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
         del self._tools[name]
         self._listed = None
+        self._task_tools.pop(name, None)
         if name in self._hidden_tools:
             self._hidden_tools.discard(name)
         else:
@@ -429,7 +467,18 @@ class Server:
         if (self._built("_completions") and self._completions) or self._auto_completions():
             caps["completions"] = {}
         caps["logging"] = {}
+        if self._tasks_enabled():
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
+
+    def _tasks_enabled(self) -> bool:
+        """Whether the tasks extension is offered: a tool with ``task=``, a ``task_store``,
+        or a task already handled (a body returned ``mcpline.Task``)."""
+        return (
+            bool(self._task_tools)
+            or self.options.task_store is not None
+            or self._dispatch.has_tasks()
+        )
 
     def _offers(self, capability: str) -> bool:
         if capability == "tools":
@@ -438,6 +487,8 @@ class Server:
             return self._prompts_enabled
         if capability == "resources":
             return self._resources_enabled
+        if capability == "tasks":
+            return self._tasks_enabled()
         return capability in self.capabilities()
 
     def _auto_completions(self) -> bool:
@@ -507,6 +558,17 @@ class Server:
             from ..transports.sockets import serve_address
 
             serve_address(self, transport, **options)
+
+
+def _task_mode(task: bool | str | None) -> str | None:
+    """The ``task=`` option as ``"optional"``/``"required"``/None (`ValueError` otherwise)."""
+    if task is None or task is False:
+        return None
+    if task is True or task == "optional":
+        return "optional"
+    if task == "required":
+        return "required"
+    raise ValueError("task must be True, False, 'optional' or 'required'")
 
 
 __all__ = [

@@ -43,6 +43,11 @@ ANNOTATION_KEYS = {
 }
 
 
+class Deferred(Exception):
+    """What a tool body returns (or raises) to answer later instead of with a value: a task
+    handle (`mcpline.Task`, see `mcpline.server.tasks`). `invoke` hands it to its caller."""
+
+
 def check_name(name: str, kind: str = "tool") -> None:
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ValueError(
@@ -54,6 +59,8 @@ def _plain_return(tp: Any) -> bool:
     """Return types that map to content, not to structured output."""
     if tp in (inspect.Signature.empty, None, type(None), str, Any, ToolResult, dict, list):
         return True
+    if isinstance(tp, type) and issubclass(tp, Deferred):
+        return True  # a task handle: its value is shaped when the work ends
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         return _plain_return(typing.get_args(tp)[0])
@@ -317,13 +324,13 @@ async def invoke(
         return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
     try:
         value = await tool.body.call(kwargs, ctx, run_sync)
-        if isinstance(value, InputRequired):
+        if isinstance(value, (InputRequired, Deferred)):
             raise value
         return shape_result(tool, value)
     except ToolError as exc:
         return error_result(str(exc) or type(exc).__name__)
     except Exception as exc:
-        if isinstance(exc, (JsonRpcError, InputRequired)):
+        if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
             raise
         log.exception("tool %r raised", tool.name)
         detail = str(exc) or "no details"
@@ -333,6 +340,7 @@ async def invoke(
 __all__ = [
     "ANNOTATION_KEYS",
     "check_name",
+    "Deferred",
     "error_result",
     "HEADER_KEY",
     "header_params",
