@@ -22,6 +22,7 @@ from .errors import (
     RequestTimeout,
     ResourceNotFoundError,
     ServerError,
+    TaskCancelled,
     ToolError,
     VersionMismatch,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "Server",
     "ServerError",
     "Task",
+    "TaskCancelled",
     "ToolError",
     "ToolResult",
     "UriTemplate",

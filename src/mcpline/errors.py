@@ -16,6 +16,7 @@
         ├── RequestTimeout          no answer in time (the request was cancelled)
         ├── ConnectionLost          the process exited or the socket closed first
         ├── InputDeclined           an input the host could not or would not give
+        ├── TaskCancelled           the task a tool call became was cancelled
         └── ClientClosed            the client was closed
 
 `wire_error` is the one mapping from an exception to the error a peer is sent.
@@ -202,6 +203,10 @@ class InputDeclined(ClientError):
     """A multi round-trip request needed an input the host could not or would not provide."""
 
 
+class TaskCancelled(ClientError):
+    """The task the server made of a call ended ``cancelled`` (tasks extension)."""
+
+
 class ClientClosed(ClientError):
     """The client was closed."""
 
@@ -222,6 +227,7 @@ __all__ = [
     "ResourceNotFoundError",
     "ServerError",
     "StateError",
+    "TaskCancelled",
     "ToolError",
     "VersionMismatch",
     "wire_error",

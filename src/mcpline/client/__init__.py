@@ -12,12 +12,14 @@ from ..errors import (
     ProtocolError,
     RequestTimeout,
     ServerError,
+    TaskCancelled,
     VersionMismatch,
 )
 from .client import Client, Listener, ServerNotification
 from .era import ServerDescription
 from .mrtr import InputHandlers
 from .options import ClientOptions
+from .tasks import TaskHandle
 from .transports import SocketServer, StdioServer, Transport
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "ServerNotification",
     "SocketServer",
     "StdioServer",
+    "TaskCancelled",
+    "TaskHandle",
     "Transport",
     "VersionMismatch",
 ]
