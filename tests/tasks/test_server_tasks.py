@@ -16,7 +16,7 @@ import pytest
 
 from ..proc import FIXTURES, ServerProcess
 from ..server.test_legacy import exchange, initialize, legacy_request
-from ..transports.http_util import HttpServer, modern_headers, post, request_body
+from ..transports.http_util import HttpServer
 from .wire import (
     EXT,
     FULL,
@@ -25,6 +25,7 @@ from .wire import (
     cancel,
     error,
     get,
+    http_request,
     result,
     start,
     update,
@@ -250,13 +251,9 @@ def http_auth() -> Iterator[HttpServer]:
 
 
 def http_call(
-    server: HttpServer, method: str, params: dict[str, Any], token: str, caps: Any = FULL
+    server: HttpServer, method: str, params: dict[str, Any], token: str
 ) -> dict[str, Any]:
-    name = params.get("taskId") if method.startswith("tasks/") else params.get("name")
-    headers = modern_headers(method, name, authorization=f"Bearer {token}")
-    reply = post(server, request_body(1, method, params, caps=caps), headers)
-    msg: dict[str, Any] = reply.messages[-1]
-    return msg
+    return http_request(server, method, params, token=token)
 
 
 def test_tasks_are_bound_to_their_principal(http_auth: HttpServer) -> None:

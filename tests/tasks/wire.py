@@ -76,3 +76,36 @@ def cancel(p: ServerProcess, task_id: str) -> dict[str, Any]:
 
 def accept(**content: Any) -> dict[str, Any]:
     return {"action": "accept", "content": content}
+
+
+# --- over HTTP --------------------------------------------------------------------------------
+
+
+def http_request(
+    server: Any, method: str, params: dict[str, Any], *, token: str | None = None, caps: Any = FULL
+) -> dict[str, Any]:
+    """One 2026-07-28 request over HTTP (headers mirrored: Mcp-Name is the tool's name or the
+    task id); its response message."""
+    from ..transports.http_util import check_wire, modern_headers, post, request_body
+
+    name = params.get("taskId") if method.startswith("tasks/") else params.get("name")
+    extra = {} if token is None else {"authorization": f"Bearer {token}"}
+    headers = modern_headers(method, name, **extra)
+    reply = post(server, request_body(1, method, params, caps=caps), headers)
+    check_wire(reply, method)
+    msg: dict[str, Any] = reply.messages[-1]
+    return msg
+
+
+def http_wait(
+    server: Any, task_id: str, status: str | None = None, timeout: float = 15.0, **kw: Any
+) -> dict[str, Any]:
+    """`wait_status` over HTTP."""
+    deadline = time.monotonic() + timeout
+    while True:
+        task = result(http_request(server, "tasks/get", {"taskId": task_id}, **kw))
+        if task["status"] == status or task["status"] in TERMINAL:
+            return task
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} still {task['status']} after {timeout}s")
+        time.sleep(0.1)
