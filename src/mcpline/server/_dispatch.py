@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, MethodNotFound
+from ..errors import InvalidParams, MethodNotFound, MissingCapabilityError
 from ..jsonrpc import MISSING
 from ..protocol.state import StateSealer
 from ..spec import (
@@ -31,6 +31,7 @@ from ..spec import (
     RESOURCES_TEMPLATES_LIST,
     SERVER_INFO_KEY,
     TASKS_CANCEL,
+    TASKS_EXTENSION,
     TASKS_GET,
     TASKS_UPDATE,
     TOOLS_CALL,
@@ -57,6 +58,14 @@ class Method(msgspec.Struct, frozen=True):
     waits_for_lifespan: bool = True
     long_lived: bool = False
     """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
+
+
+def _takes_tasks(ctx: Context) -> bool:
+    """Whether a request may be answered with a task: modern, declaring the extension."""
+    if ctx.legacy:
+        return False
+    ext = ctx.client_capabilities.get("extensions")
+    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
 
 
 def encode_cursor(kind: str, offset: int) -> str:
@@ -272,12 +281,27 @@ class Dispatcher:
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
         mode = self._server._task_tools.get(name)
+        takes = _takes_tasks(ctx)
         if mode is not None:
-            return await self.tasks.call_tool(tool, mode, arguments, ctx)
+            if takes:
+                return await self.tasks.call_tool(tool, mode, arguments, ctx)
+            if mode == "required" and not ctx.legacy:
+                raise MissingCapabilityError(
+                    {"extensions": {TASKS_EXTENSION: {}}},
+                    f"Missing required client capability: tool {name!r} runs only as a task; "
+                    f"declare the {TASKS_EXTENSION} extension in the request's client "
+                    "capabilities",
+                )
         try:
             return await invoke(tool, arguments, ctx, self.services.submit)
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
-            return await self.tasks.adopt(tool, handle, ctx)
+            if takes:
+                return await self.tasks.adopt(tool, handle, ctx)
+            from .tasks import Task, shaped
+
+            if not isinstance(handle, Task):
+                raise
+            return await shaped(tool, handle, self.services.submit)  # a plain call
 
     async def _tasks_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         return await self.tasks.get(ctx, params)

@@ -141,10 +141,15 @@ class SqliteTaskStore:
 
     async def create(self, rec: TaskRecord) -> None:
         def insert() -> None:
-            self._db().execute(
-                "INSERT INTO mcpline_tasks (scope, id, expires, data) VALUES (?, ?, ?, ?)",
-                (self._scope, rec.id, rec.expires, encode_record(rec)),
-            )
+            import sqlite3
+
+            try:
+                self._db().execute(
+                    "INSERT INTO mcpline_tasks (scope, id, expires, data) VALUES (?, ?, ?, ?)",
+                    (self._scope, rec.id, rec.expires, encode_record(rec)),
+                )
+            except sqlite3.IntegrityError:
+                raise ValueError(f"task {rec.id!r} exists already") from None
 
         await self._call(insert)
 
