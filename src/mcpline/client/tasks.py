@@ -196,10 +196,15 @@ class TaskHandle:
                 await listener.aclose()
 
     def _interval(self) -> float:
+        """The server's ``pollIntervalMs``, bounded, and never past a quarter of the TTL."""
+        wait = DEFAULT_POLL
         ms = self.state.get("pollIntervalMs")
         if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
-            return min(max(ms / 1000, MIN_POLL), MAX_POLL)
-        return DEFAULT_POLL
+            wait = ms / 1000
+        ttl = self.state.get("ttlMs")
+        if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
+            wait = min(wait, ttl / 4000)
+        return min(max(wait, MIN_POLL), MAX_POLL)
 
     async def _next(self, listener: Listener | None) -> None:
         """Wait for the task's next state: a notification, or the next poll."""

@@ -37,7 +37,8 @@ class RedisTaskStore:
 
     ``prefix`` defaults to ``mcpline:tasks:<server name>:``; ``lease`` is how long (seconds)
     a running task's process may go without renewing its claim before the task is failed as
-    dead; ``timeout`` bounds connecting and each command.
+    dead; ``timeout`` bounds connecting, each command and the wait for one of the
+    ``max_connections`` connections (a busy server queues for them rather than failing).
     """
 
     shared = True
@@ -49,16 +50,18 @@ class RedisTaskStore:
         prefix: str | None = None,
         lease: float = DEFAULT_LEASE,
         timeout: float = 5.0,
+        max_connections: int = 32,
     ) -> None:
         from .redis_bus import _require_redis
 
         _require_redis("RedisTaskStore")
-        if lease <= 0 or timeout <= 0:
-            raise ValueError("lease and timeout must be positive")
+        if lease <= 0 or timeout <= 0 or max_connections < 1:
+            raise ValueError("lease, timeout and max_connections must be positive")
         self.url = url
         self.prefix = prefix
         self.lease = lease
         self.timeout = timeout
+        self.max_connections = max_connections
         self._prefix = prefix or ""
         self._redis: redis.asyncio.Redis | None = None
 
@@ -73,12 +76,17 @@ class RedisTaskStore:
     async def open(self, scope: str) -> None:
         if self._redis is not None:
             return
-        from redis.asyncio import Redis
+        from redis.asyncio import BlockingConnectionPool, Redis
 
         self._prefix = self.prefix or f"mcpline:tasks:{scope}:"
-        self._redis = Redis.from_url(
-            self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+        pool = BlockingConnectionPool.from_url(
+            self.url,
+            max_connections=self.max_connections,
+            timeout=self.timeout,
+            socket_timeout=self.timeout,
+            socket_connect_timeout=self.timeout,
         )
+        self._redis = Redis.from_pool(pool)  # closed with the client
 
     async def aclose(self) -> None:
         client, self._redis = self._redis, None

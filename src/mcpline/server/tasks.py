@@ -444,6 +444,8 @@ class TaskManager:
                 ttl = handle.ttl_ms
             poll = handle.poll_interval_ms or poll
             message = handle.status_message
+        if ttl is not None:
+            poll = max(1, min(poll, ttl // 2))  # a client polling as asked sees the end
         now = now_ms()
         meta = ctx.meta
         rec = TaskRecord(
