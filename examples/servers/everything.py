@@ -471,6 +471,47 @@ def test_trigger_prompt_change() -> str:
     return "Mutation triggered"
 
 
+# --- stdio extras ----------------------------------------------------------------------------
+
+
+@server.tool
+async def sleep(ms: int) -> str:
+    """Wait ``ms`` milliseconds, then answer; cancellable."""
+    if ms < 0:
+        raise ToolError("ms must be >= 0")
+    await asyncio.sleep(ms / 1000)
+    return f"slept {ms}"
+
+
+@server.tool
+def stray_print(text: str) -> str:
+    """Call print(text): the output must not reach the protocol stream."""
+    print(text)
+    return "printed"
+
+
+def dynamic_tool() -> str:
+    """A tool that trigger_list_changed adds and removes."""
+    return "dynamic tool called"
+
+
+@server.tool
+def trigger_list_changed() -> str:
+    """Add dynamic_tool if absent, remove it if present (listeners get tools/list_changed)."""
+    if "dynamic_tool" in server.tools:
+        server.remove_tool("dynamic_tool")
+        return "removed dynamic_tool"
+    server.add_tool(dynamic_tool)
+    return "added dynamic_tool"
+
+
+@server.tool
+def touch_resource(uri: str) -> str:
+    """Report that a resource changed: listeners subscribed to it get resources/updated."""
+    server.resource_updated(uri)
+    return f"touched {uri}"
+
+
 # --- the tasks extension (scenarios tasks-*) -------------------------------------------------
 
 
@@ -539,47 +580,6 @@ def test_tool_with_task(ctx: Context) -> Task:
     answer = ctx.ask("user_name", elicit("What is your name?", {"name": str}))
     name = str((answer.get("content") or {}).get("name", "stranger"))
     return Task(_greet_later(name), status_message=f"Greeting {name}")
-
-
-# --- stdio extras ----------------------------------------------------------------------------
-
-
-@server.tool
-async def sleep(ms: int) -> str:
-    """Wait ``ms`` milliseconds, then answer; cancellable."""
-    if ms < 0:
-        raise ToolError("ms must be >= 0")
-    await asyncio.sleep(ms / 1000)
-    return f"slept {ms}"
-
-
-@server.tool
-def stray_print(text: str) -> str:
-    """Call print(text): the output must not reach the protocol stream."""
-    print(text)
-    return "printed"
-
-
-def dynamic_tool() -> str:
-    """A tool that trigger_list_changed adds and removes."""
-    return "dynamic tool called"
-
-
-@server.tool
-def trigger_list_changed() -> str:
-    """Add dynamic_tool if absent, remove it if present (listeners get tools/list_changed)."""
-    if "dynamic_tool" in server.tools:
-        server.remove_tool("dynamic_tool")
-        return "removed dynamic_tool"
-    server.add_tool(dynamic_tool)
-    return "added dynamic_tool"
-
-
-@server.tool
-def touch_resource(uri: str) -> str:
-    """Report that a resource changed: listeners subscribed to it get resources/updated."""
-    server.resource_updated(uri)
-    return f"touched {uri}"
 
 
 # --- resources ---------------------------------------------------------------------------------

@@ -129,8 +129,6 @@ as requests of its own)."""
 
 # --- result types ---------------------------------------------------------------------------
 
-RESULT_COMPLETE = "complete"
-RESULT_INPUT_REQUIRED = "input_required"
 RESULT_TASK = "task"
 """Tasks extension: the ``resultType`` of a ``CreateTaskResult``."""
 
@@ -252,8 +250,6 @@ __all__ = [
     "RESOURCES_LIST_CHANGED",
     "RESOURCES_READ",
     "RESOURCES_TEMPLATES_LIST",
-    "RESULT_COMPLETE",
-    "RESULT_INPUT_REQUIRED",
     "RESULT_TASK",
     "ROOTS",
     "SAMPLE",

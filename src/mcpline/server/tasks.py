@@ -62,7 +62,6 @@ from ..spec import (
     INVALID_PARAMS,
     MODERN,
     PROGRESS,
-    RESULT_COMPLETE,
     RESULT_TASK,
     TASKS_EXTENSION,
     TOOLS_CALL,
@@ -539,7 +538,7 @@ class TaskManager:
                         result = await shaped(tool, handle, submit)
                 else:
                     result = await shaped(tool, handle, submit)
-                result.setdefault("resultType", RESULT_COMPLETE)  # what tools/call would say
+                result.setdefault("resultType", "complete")  # as tools/call would say
                 fields = {"status": "completed", "result": result, "message": None}
             except InputRequired as ir:
                 fields = self._asking(ir, ctx)
