@@ -279,3 +279,28 @@ def test_tasks_are_bound_to_their_principal(http_auth: HttpServer) -> None:
     assert unknown["code"] == -32602
     again = http_call(http_auth, "tasks/get", {"taskId": task_id}, "alice-token")["result"]
     assert again["status"] == "completed"
+
+
+def test_a_task_running_past_its_ttl_is_stopped(spawn: Spawn, marks: Path) -> None:
+    env = {"TASKS_TEST_TTL_MS": "400", "MCPLINE_TASK_LEASE": "0.6", "TASKS_TEST_MARKS": str(marks)}
+    p = spawn(SERVER, env=env)
+    task_id = start(p, "slow", {"seconds": 60, "label": "expiring"})
+    assert wait_for(marks / "cancelled-expiring")  # the body is stopped once the task expired
+    assert error(get(p, task_id))["code"] == -32602
+
+
+def test_task_options_are_checked_at_registration() -> None:
+    from mcpline import Server
+
+    server = Server("options")
+    with pytest.raises(ValueError):
+        server.add_tool(lambda: "x", name="bad", description="d", task="sometimes")
+    assert "extensions" not in server.capabilities()
+    server.add_tool(lambda: "x", name="ok", description="d", task="required")
+    assert server.capabilities()["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+    server.remove_tool("ok")
+    assert "extensions" not in server.capabilities()
+    for bad in ({"task_ttl_ms": 0}, {"task_poll_interval_ms": 0}):
+        with pytest.raises(ValueError):
+            Server("bad", **bad)  # type: ignore[arg-type]
+    assert "extensions" in Server("store", task_store="memory").capabilities()

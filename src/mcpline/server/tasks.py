@@ -859,6 +859,7 @@ class TaskManager:
             if rec is not None and not rec.expired(now):
                 rec = await self._alive(rec, now)
                 self._d.subscriptions.send_task(sub, task_json(rec, detailed=True))
+                self._sent[rec.id] = (rec.status, rec.updated, rec.message)
 
     def _notify(self, rec: TaskRecord) -> None:
         """Tell every listen watching ``rec`` (in this process) its new state, once."""
