@@ -4,7 +4,10 @@ or `mcpline run examples/servers/everything.py --http 127.0.0.1:8000` (Streamabl
 Same tools, resources, templates, prompts and completions as the official fixture
 (``examples/servers/typescript/everything-server.ts`` in modelcontextprotocol/conformance),
 with the fixture's known deviations fixed, plus four stdio extras: ``sleep``,
-``stray_print``, ``trigger_list_changed`` and ``touch_resource``.
+``stray_print``, ``trigger_list_changed`` and ``touch_resource``, and the tools the suite's
+``tasks-*`` scenarios call (the tasks extension, SEP-2663): ``greet``, ``slow_compute``,
+``failing_job``, ``protocol_error_job``, ``confirm_delete``, ``multi_input`` and
+``test_tool_with_task``.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from mcpline import (
     Context,
     InputRequest,
     InputRequired,
+    JsonRpcError,
     McpHeader,
     Server,
+    Task,
     ToolError,
     ToolResult,
     audio,
@@ -32,6 +37,7 @@ from mcpline import (
     text,
     user,
 )
+from mcpline.spec import INTERNAL_ERROR
 
 PNG_1x1 = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg"
@@ -48,6 +54,7 @@ server = Server(
     cache_scope="public",
     read_ttl_ms=300_000,
     read_cache_scope="private",
+    task_poll_interval_ms=250,
 )
 
 
@@ -504,6 +511,76 @@ def touch_resource(uri: str) -> str:
     """Report that a resource changed: listeners subscribed to it get resources/updated."""
     server.resource_updated(uri)
     return f"touched {uri}"
+
+
+# --- the tasks extension (scenarios tasks-*) -------------------------------------------------
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greet someone (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task=True)
+async def slow_compute(
+    seconds: Annotated[float, "How long to work"] = 1.0, label: str = "compute"
+) -> str:
+    """Work for ``seconds`` seconds, then answer: a task for clients that take one."""
+    if seconds < 0:
+        raise ToolError("seconds must be >= 0")
+    await asyncio.sleep(seconds)
+    return f"{label}: done after {seconds:g}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Fail as a tool (isError) after about a second; only ever runs as a task."""
+    await asyncio.sleep(1.0)
+    raise ToolError("The job failed: the input could not be processed")
+
+
+@server.tool(task=True)
+async def protocol_error_job() -> str:
+    """Fail with a JSON-RPC error (the task ends failed)."""
+    await asyncio.sleep(0.1)
+    raise JsonRpcError(INTERNAL_ERROR, "The job crashed: its backend went away")
+
+
+@server.tool(task=True)
+def confirm_delete(ctx: Context, filename: str) -> str:
+    """Ask for confirmation (the task waits in input_required), then delete (pretend)."""
+    answer = ctx.ask("confirm", elicit(f"Delete {filename}?", {"confirm": bool}))
+    if answer["action"] == "accept" and (answer.get("content") or {}).get("confirm"):
+        return f"Deleted {filename}"
+    return f"Kept {filename}"
+
+
+@server.tool(task=True)
+def multi_input(ctx: Context) -> str:
+    """Ask two questions at once (two inputRequests pending together), then answer."""
+    answers = ctx.ask_all(
+        {
+            "name": elicit("Your name?", {"name": str}),
+            "confirm": elicit("Proceed?", {"confirm": bool}),
+        }
+    )
+    name = (answers["name"].get("content") or {}).get("name", "?")
+    go = (answers["confirm"].get("content") or {}).get("confirm", False)
+    return f"{name}: {'proceeding' if go else 'stopped'}"
+
+
+async def _greet_later(name: str) -> str:
+    await asyncio.sleep(0.2)
+    return f"Hello, {name}! (from a task)"
+
+
+@server.tool
+def test_tool_with_task(ctx: Context) -> Task:
+    """Ask for a name over MRTR, then hand the rest to a task (MRTR, then a task)."""
+    answer = ctx.ask("user_name", elicit("What is your name?", {"name": str}))
+    name = str((answer.get("content") or {}).get("name", "stranger"))
+    return Task(_greet_later(name), status_message=f"Greeting {name}")
 
 
 # --- resources ---------------------------------------------------------------------------------

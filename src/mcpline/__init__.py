@@ -23,6 +23,7 @@ from .errors import (
     RequestTimeout,
     ResourceNotFoundError,
     ServerError,
+    TaskCancelled,
     ToolError,
     VersionMismatch,
 )
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from .server.resources import PathEscapeError, safe_path
     from .server.schema import McpHeader
     from .server.server import Server
+    from .server.tasks import Task
 
 __all__ = [
     "AuthError",
@@ -71,6 +73,8 @@ __all__ = [
     "ResourceNotFoundError",
     "Server",
     "ServerError",
+    "Task",
+    "TaskCancelled",
     "ToolError",
     "ToolResult",
     "UriTemplate",
@@ -117,6 +121,7 @@ _LAZY = {
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",
     "safe_path": ".server.resources",
+    "Task": ".server.tasks",
 }
 """Exports whose modules load on first access (the names `TYPE_CHECKING` imports above)."""
 

@@ -17,6 +17,7 @@
         ├── ConnectionLost          the process exited or the socket closed first
         ├── AuthError               authorization with the server's authorization server failed
         ├── InputDeclined           an input the host could not or would not give
+        ├── TaskCancelled           the task a tool call became was cancelled
         └── ClientClosed            the client was closed
 
 `wire_error` is the one mapping from an exception to the error a peer is sent.
@@ -208,6 +209,10 @@ class InputDeclined(ClientError):
     """A multi round-trip request needed an input the host could not or would not provide."""
 
 
+class TaskCancelled(ClientError):
+    """The task the server made of a call ended ``cancelled`` (tasks extension)."""
+
+
 class ClientClosed(ClientError):
     """The client was closed."""
 
@@ -229,6 +234,7 @@ __all__ = [
     "ResourceNotFoundError",
     "ServerError",
     "StateError",
+    "TaskCancelled",
     "ToolError",
     "VersionMismatch",
     "wire_error",

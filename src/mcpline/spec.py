@@ -35,6 +35,11 @@ SERVER_INFO_KEY = META_PREFIX + "serverInfo"
 SUBSCRIPTION_ID_KEY = META_PREFIX + "subscriptionId"
 PROGRESS_TOKEN_KEY = "progressToken"
 
+# --- extensions ------------------------------------------------------------------------------
+
+TASKS_EXTENSION = META_PREFIX + "tasks"
+"""The tasks extension (SEP-2663): its key under ``capabilities.extensions`` on both sides."""
+
 # --- requests --------------------------------------------------------------------------------
 
 DISCOVER = "server/discover"
@@ -47,6 +52,10 @@ PROMPTS_LIST = "prompts/list"
 PROMPTS_GET = "prompts/get"
 COMPLETE = "completion/complete"
 LISTEN = "subscriptions/listen"
+
+TASKS_GET = "tasks/get"
+TASKS_UPDATE = "tasks/update"
+TASKS_CANCEL = "tasks/cancel"
 
 INITIALIZE = "initialize"
 PING = "ping"
@@ -69,6 +78,8 @@ TOOLS_LIST_CHANGED = "notifications/tools/list_changed"
 PROMPTS_LIST_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_LIST_CHANGED = "notifications/resources/list_changed"
 RESOURCE_UPDATED = "notifications/resources/updated"
+TASK_STATUS = "notifications/tasks"
+"""Tasks extension: a task's full state, on a listen that asked for its ``taskIds``."""
 
 LIST_CHANGED: dict[str, tuple[str, str]] = {
     "tools": ("toolsListChanged", TOOLS_LIST_CHANGED),
@@ -102,12 +113,28 @@ IDEMPOTENT_METHODS = CACHEABLE_METHODS | {PROMPTS_GET, COMPLETE}
 LEGACY_ONLY_METHODS = frozenset({INITIALIZE, PING, SET_LEVEL, SUBSCRIBE, UNSUBSCRIBE})
 """Requests that exist only in an ``initialize`` session (-32601 with modern ``_meta``)."""
 
-MODERN_ONLY_METHODS = frozenset({DISCOVER, LISTEN})
-"""Requests that do not exist in an ``initialize`` session."""
+TASK_METHODS = frozenset({TASKS_GET, TASKS_UPDATE, TASKS_CANCEL})
+"""The methods of the tasks extension (each names its task in ``params.taskId``)."""
+
+TASK_AUGMENTABLE_METHODS = frozenset({TOOLS_CALL})
+"""Requests a server may answer with a ``CreateTaskResult`` (tasks extension)."""
+
+MODERN_ONLY_METHODS = frozenset({DISCOVER, LISTEN}) | TASK_METHODS
+"""Requests that do not exist in an ``initialize`` session (the tasks extension is not
+defined for the legacy revisions)."""
 
 INPUT_METHODS = frozenset({ELICIT, SAMPLE, ROOTS})
 """What a server may ask a client for (inside an InputRequiredResult, or, in a legacy session,
 as requests of its own)."""
+
+# --- result types ---------------------------------------------------------------------------
+
+RESULT_TASK = "task"
+"""Tasks extension: the ``resultType`` of a ``CreateTaskResult``."""
+
+TASK_STATUSES: tuple[str, ...] = ("working", "input_required", "completed", "failed", "cancelled")
+TERMINAL_TASK_STATUSES = frozenset({"completed", "failed", "cancelled"})
+"""Once a task reaches one of these it never changes again."""
 
 # --- error codes -----------------------------------------------------------------------------
 
@@ -223,12 +250,22 @@ __all__ = [
     "RESOURCES_LIST_CHANGED",
     "RESOURCES_READ",
     "RESOURCES_TEMPLATES_LIST",
+    "RESULT_TASK",
     "ROOTS",
     "SAMPLE",
     "SERVER_INFO_KEY",
     "SET_LEVEL",
     "SUBSCRIBE",
     "SUBSCRIPTION_ID_KEY",
+    "TASK_AUGMENTABLE_METHODS",
+    "TASK_METHODS",
+    "TASK_STATUS",
+    "TASK_STATUSES",
+    "TASKS_CANCEL",
+    "TASKS_EXTENSION",
+    "TASKS_GET",
+    "TASKS_UPDATE",
+    "TERMINAL_TASK_STATUSES",
     "TOOL_NAME_MAX",
     "TOOLS_CALL",
     "TOOLS_LIST",

@@ -78,7 +78,10 @@ def test_every_request_carries_meta_and_cursors_are_followed(tmp_path: Path) -> 
     for m in reqs:
         meta = m["params"]["_meta"]
         assert meta[PV] == "2026-07-28"
-        assert meta[CAPS] == {"elicitation": {"form": {}}}
+        assert meta[CAPS] == {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
+        }
         assert meta[INFO]["name"] == "mcpline"
     assert reqs[2]["params"]["cursor"] == "page2"
     assert reqs[3]["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "info"
@@ -340,7 +343,11 @@ def test_mrtr_retry_echoes_request_state_with_a_new_id(tmp_path: Path) -> None:
         "action": "accept",
         "content": {"name": "Ada"},
     }  # no resultType
-    assert retry["_meta"][CAPS] == {"elicitation": {"form": {}}, "roots": {}}
+    assert retry["_meta"][CAPS] == {
+        "elicitation": {"form": {}},
+        "roots": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }
     raw = [line for line in fake.log.read_bytes().splitlines() if b'"requestState"' in line]
     assert len(raw) == 1
 

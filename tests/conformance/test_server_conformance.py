@@ -2,7 +2,9 @@
 
 Every required scenario of both requirement sets must pass (37 for 2026-07-28, 30 for
 2025-11-25), and so must the pending 2026-07-28 scenarios ``json-schema-2020-12``,
-``http-header-validation`` and ``http-custom-header-server-validation``. The SDK fixture runs
+``http-header-validation`` and ``http-custom-header-server-validation``, and the tasks
+extension's nine ``tasks-*`` scenarios the suite runs (it skips ``tasks-status-notifications``
+itself). The SDK fixture runs
 in the same session; the side-by-side table is written to ``.cache/conformance.md``
 (``docs/conformance.md`` is a committed copy of a real run). Nothing here skips.
 """
@@ -49,6 +51,18 @@ def test_the_pending_2026_http_scenarios_pass(
     assert not failing(wanted), "\n".join(failing(wanted))
     in_requirements = runs["mcpline"]["2026-07-28 requirements"].by_scenario()
     assert not failing([in_requirements[name] for name in compare.PENDING_2026])
+
+
+def test_the_tasks_extension_scenarios_pass(
+    runs: dict[str, dict[str, harness.ServerRun]],
+) -> None:
+    by = runs["mcpline"]["2026-07-28 requirements"].by_scenario()
+    assert [name for name in compare.TASKS if name not in by] == [], list(by)
+    ran = compare.tasks(runs["mcpline"])
+    assert len(ran) == len(compare.TASKS) - len(compare.TASKS_SKIPPED)
+    assert not failing(ran), "\n".join(failing(ran))
+    for name in compare.TASKS_SKIPPED:
+        assert by[name].status == harness.SKIP, by[name]
 
 
 def test_the_sdk_fixture_ran_beside_it(runs: dict[str, dict[str, harness.ServerRun]]) -> None:

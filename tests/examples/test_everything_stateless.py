@@ -81,6 +81,7 @@ def test_discover_and_identity(ev: ServerProcess) -> None:
         "resources": {"subscribe": True, "listChanged": True},
         "completions": {},
         "logging": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
     }
     assert r["_meta"]["io.modelcontextprotocol/serverInfo"] == {
         "name": "everything-stateless-server",

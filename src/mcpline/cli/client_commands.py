@@ -536,14 +536,21 @@ async def _require(client: Any, capability: str) -> None:
 async def _call(args: argparse.Namespace) -> int:
     arguments = _json_arg(args.args, "the tool arguments")
     bar = _ProgressBar(args.tool)
+    from .task_status import TaskStatus
+
+    status = TaskStatus(args.tool)  # a task the server makes of the call
     async with make_client(args) as client:
         await _require(client, "tools")
         try:
             result = await client.call_tool(
-                args.tool, arguments, on_progress=bar if bar.enabled else None
+                args.tool,
+                arguments,
+                on_progress=bar if bar.enabled else None,
+                on_task=status if status.enabled else None,
             )
         finally:
             bar.done()
+            status.done()
     if _wants_json(args):
         _emit_json(result)
     else:

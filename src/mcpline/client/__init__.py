@@ -14,6 +14,7 @@ from ..errors import (
     ProtocolError,
     RequestTimeout,
     ServerError,
+    TaskCancelled,
     VersionMismatch,
 )
 from .client import Client, Listener, ServerNotification
@@ -21,6 +22,7 @@ from .era import ServerDescription
 from .http import HttpServer
 from .mrtr import InputHandlers
 from .options import ClientOptions
+from .tasks import TaskHandle
 from .transports import SocketServer, StdioServer, Transport
 
 __all__ = [
@@ -41,6 +43,8 @@ __all__ = [
     "ServerNotification",
     "SocketServer",
     "StdioServer",
+    "TaskCancelled",
+    "TaskHandle",
     "Transport",
     "VersionMismatch",
 ]

@@ -43,6 +43,7 @@ from ..spec import (
     RESOURCES_TEMPLATES_LIST,
     SET_LEVEL,
     SUBSCRIBE,
+    TASKS_EXTENSION,
     TOOLS_CALL,
     TOOLS_LIST,
 )
@@ -60,6 +61,7 @@ from .session import (
     Session,
     Trace,
 )
+from .tasks import StatusCallback, TaskHandle, is_task
 from .transports import SocketServer, StdioServer, Transport
 
 if TYPE_CHECKING:
@@ -143,6 +145,7 @@ class Client:
         max_rounds: int = 8,
         max_server_requests: int = MAX_SERVER_REQUESTS,
         max_list_items: int = 100_000,
+        tasks: bool = True,
     ) -> None:
         self.transport = transport
         """How the server is reached (and reached again after a crash)."""
@@ -170,6 +173,7 @@ class Client:
             max_rounds=max_rounds,
             max_server_requests=max_server_requests,
             max_list_items=max_list_items,
+            tasks=tasks,
         )
         o = self.options
         self._handlers = InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes)
@@ -391,7 +395,10 @@ class Client:
         else:
             try:
                 desc = await era_mod.probe(
-                    session, caps=caps, info=self._client_info(), timeout=self.options.probe_timeout
+                    session,
+                    caps=self._modern_caps(),
+                    info=self._client_info(),
+                    timeout=self.options.probe_timeout,
                 )
             except FallBack as fb:
                 if want == MODERN:
@@ -432,7 +439,10 @@ class Client:
             log.info("%s refused in a modern way (%s); probing again", INITIALIZE, exc)
             try:
                 return await era_mod.probe(
-                    session, caps=caps, info=self._client_info(), timeout=self.options.timeout
+                    session,
+                    caps=self._modern_caps(),
+                    info=self._client_info(),
+                    timeout=self.options.timeout,
                 )
             except FallBack as fb:
                 raise ProtocolError(f"the server answers neither era: {fb}") from None
@@ -469,13 +479,21 @@ class Client:
             self._info = {"name": "mcpline", "version": version()}
         return self._info
 
+    def _modern_caps(self) -> dict[str, Any]:
+        """The client capabilities of a modern request: the input callbacks' and, unless
+        ``tasks=False``, the tasks extension."""
+        caps = self._handlers.capabilities()
+        if self.options.tasks:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
+        return caps
+
     def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
         if link.description.era != MODERN:
             return params
         if link.meta is None:
             link.meta = modern_meta(
                 link.description.protocol_version,
-                self._handlers.capabilities(),
+                self._modern_caps(),
                 self._client_info(),
                 log_level=self.options.log_level,
             )
@@ -497,11 +515,28 @@ class Client:
     ) -> dict[str, Any]:
         """Send any request and return its (complete) result.
 
-        Multi round-trip results are resolved through the input handlers. Idempotent
-        requests (the default for discover, lists, reads, prompts/get and completion) are
-        sent again on a restarted server if the server dies first; others raise a
-        retriable `ConnectionLost`.
+        Multi round-trip results are resolved through the input handlers, and a task the
+        server makes of a ``tools/call`` is followed to its end (see `call_tool`).
+        Idempotent requests (the default for discover, lists, reads, prompts/get and
+        completion) are sent again on a restarted server if the server dies first; others
+        raise a retriable `ConnectionLost`.
         """
+        result = await self._send(method, params, timeout, max_timeout, on_progress, idempotent)
+        if is_task(result):
+            mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
+            return await TaskHandle.created(self, result).result(timeout=mt)
+        return result
+
+    async def _send(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        max_timeout: float | None,
+        on_progress: ProgressCallback | None,
+        idempotent: bool | None,
+    ) -> dict[str, Any]:
+        """One request and its input rounds; a task handle is returned as it came."""
         params = dict(params or {})
         if idempotent is None:
             idempotent = method in IDEMPOTENT_METHODS
@@ -668,22 +703,51 @@ class Client:
         max_timeout: float | None = _UNSET,
         on_progress: ProgressCallback | None = None,
         idempotent: bool | None = None,
+        on_task: StatusCallback | None = None,
+        listen: bool = False,
     ) -> dict[str, Any]:
-        """The CallToolResult (``isError: true`` is returned, not raised)."""
+        """The CallToolResult (``isError: true`` is returned, not raised).
+
+        When the server makes a task of the call, the task is followed to its end (at the
+        server's poll interval, or by its ``notifications/tasks`` with ``listen=True``),
+        its input requests answered through the input callbacks, and its result returned;
+        ``on_task`` sees each new state. A ``failed`` task raises `ServerError`, a cancelled
+        one `TaskCancelled`; ``max_timeout`` bounds the whole wait (then the task is
+        cancelled and `RequestTimeout` raised). ``timeout`` bounds each request.
+        """
+        handle = await self.start_tool(
+            name,
+            arguments,
+            timeout=timeout,
+            max_timeout=max_timeout,
+            on_progress=on_progress,
+            idempotent=idempotent,
+        )
+        mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
+        return await handle.result(timeout=mt, on_status=on_task, listen=listen)
+
+    async def start_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        max_timeout: float | None = _UNSET,
+        on_progress: ProgressCallback | None = None,
+        idempotent: bool | None = None,
+    ) -> TaskHandle:
+        """Call a tool without waiting for a task it becomes: the `TaskHandle` (its
+        ``status()``, ``result()``, ``cancel()``; keep ``task_id`` to `TaskHandle.resume`
+        it later).
+        A call the server answers at once gives a handle that is already ``completed``."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         if idempotent is None:
             idempotent = self.tool_is_idempotent(name)
+        send = (TOOLS_CALL, params, timeout, max_timeout, on_progress, idempotent)
         try:
-            return await self.request(
-                TOOLS_CALL,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                on_progress=on_progress,
-                idempotent=idempotent,
-            )
+            result = await self._send(*send)
         except ServerError as exc:
             if exc.code != HEADER_MISMATCH:
                 raise
@@ -691,14 +755,10 @@ class Client:
             # have changed since we listed them. List them again and retry once.
             log.info("%s %s: %s; listing the tools again", TOOLS_CALL, name, exc)
             await self.list_tools()
-            return await self.request(
-                TOOLS_CALL,
-                params,
-                timeout=timeout,
-                max_timeout=max_timeout,
-                on_progress=on_progress,
-                idempotent=idempotent,
-            )
+            result = await self._send(*send)
+        if is_task(result):
+            return TaskHandle.created(self, result)
+        return TaskHandle.finished(self, result)
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return (await self.list_all(RESOURCES_LIST, "resources"))["resources"]  # type: ignore[no-any-return]
@@ -737,9 +797,11 @@ class Client:
         prompts: bool = True,
         resources: bool = True,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
         max_queue: int = 10_000,
     ) -> Listener:
-        """An async iterator of list-changed / resource-updated notifications.
+        """An async iterator of list-changed / resource-updated notifications (and, for
+        ``task_ids``, ``notifications/tasks``: each a task's full state).
 
         The first item is the server's acknowledgement (what it agreed to send; for a legacy
         server, what its capabilities promise, marked ``synthesized``). The subscription is
@@ -752,6 +814,8 @@ class Client:
                 filt[LIST_CHANGED[kind][0]] = True
         if resource_uris:
             filt["resourceSubscriptions"] = list(resource_uris)
+        if task_ids:
+            filt["taskIds"] = list(task_ids)
         return Listener(self, filt, max_queue)
 
 

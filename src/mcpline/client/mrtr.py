@@ -12,11 +12,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputDeclined, JsonRpcError, ProtocolError
-from ..spec import ELICIT, METHOD_NOT_FOUND, MRTR_METHODS, PING, ROOTS, SAMPLE, USER_REJECTED
+from ..spec import (
+    ELICIT,
+    METHOD_NOT_FOUND,
+    MRTR_METHODS,
+    PING,
+    RESULT_TASK,
+    ROOTS,
+    SAMPLE,
+    TASK_AUGMENTABLE_METHODS,
+    USER_REJECTED,
+)
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
 
-RESULT_TYPES = ("complete", "input_required")
+RESULT_TYPES = ("complete", "input_required", RESULT_TASK)
 
 
 async def maybe_await(value: Any) -> Any:
@@ -26,7 +36,8 @@ async def maybe_await(value: Any) -> Any:
 
 
 def result_type(result: Any, method: str) -> str:
-    """``"complete"`` or ``"input_required"``; absent means complete; anything else is an error."""
+    """``"complete"``, ``"input_required"`` or (tools/call, tasks extension) ``"task"``;
+    absent means complete; anything else is an error."""
     if not isinstance(result, dict):
         raise ProtocolError(f"{method}: the result is not a JSON object: {result!r:.200}")
     kind = result.get("resultType", "complete")
@@ -36,6 +47,8 @@ def result_type(result: Any, method: str) -> str:
         raise ProtocolError(
             f"{method}: the server answered input_required, which {method} may not do"
         )
+    if kind == RESULT_TASK and method not in TASK_AUGMENTABLE_METHODS:
+        raise ProtocolError(f"{method}: the server answered with a task, which {method} may not")
     return kind  # type: ignore[no-any-return]
 
 
@@ -119,7 +132,8 @@ async def run_rounds(
     handlers: InputHandlers,
     max_rounds: int,
 ) -> dict[str, Any]:
-    """Send, and while the server answers ``input_required`` obtain the inputs and retry.
+    """Send, and while the server answers ``input_required`` obtain the inputs and retry
+    (a task handle ends the rounds like a result).
 
     Each retry is a new request (``send`` gives it a new id) carrying the original params,
     the ``inputResponses`` and the ``requestState`` value exactly as received.
@@ -128,7 +142,7 @@ async def run_rounds(
     rounds = 0
     while True:
         result = await send(current)
-        if result_type(result, method) == "complete":
+        if result_type(result, method) != "input_required":
             return result
         if rounds >= max_rounds:
             raise ProtocolError(

@@ -45,6 +45,9 @@ class ClientOptions:
     Limits: lines of at most ``max_line_bytes``; at most ``max_rounds`` input rounds per
     request; a legacy server's own requests handled at most ``max_server_requests`` at a
     time (more are answered -32603); `Client.list_all` collects at most ``max_list_items``.
+
+    ``tasks`` declares the tasks extension on modern requests: a server may then answer a
+    tool call with a task, which the client follows (see `mcpline.client.tasks`).
     """
 
     client_info: Mapping[str, Any] | None = None
@@ -70,6 +73,7 @@ class ClientOptions:
     max_rounds: int = 8
     max_server_requests: int = MAX_SERVER_REQUESTS
     max_list_items: int = 100_000
+    tasks: bool = True
 
     def __post_init__(self) -> None:
         if self.era not in ERAS:

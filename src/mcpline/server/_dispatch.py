@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, MethodNotFound
+from ..errors import InvalidParams, MethodNotFound, MissingCapabilityError
 from ..jsonrpc import MISSING
 from ..protocol.state import StateSealer
 from ..spec import (
@@ -30,17 +30,22 @@ from ..spec import (
     RESOURCES_READ,
     RESOURCES_TEMPLATES_LIST,
     SERVER_INFO_KEY,
+    TASKS_CANCEL,
+    TASKS_EXTENSION,
+    TASKS_GET,
+    TASKS_UPDATE,
     TOOLS_CALL,
     TOOLS_LIST,
 )
 from .context import Context
 from .mrtr import InputRequired, refuse, run_modern
-from .tools import invoke
+from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
     from ._lifespan import Services
     from .server import Server, ServerOptions
     from .subscriptions import Subscriptions
+    from .tasks import TaskManager
 
 Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -53,6 +58,14 @@ class Method(msgspec.Struct, frozen=True):
     waits_for_lifespan: bool = True
     long_lived: bool = False
     """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
+
+
+def _takes_tasks(ctx: Context) -> bool:
+    """Whether a request may be answered with a task: modern, declaring the extension."""
+    if ctx.legacy:
+        return False
+    ext = ctx.client_capabilities.get("extensions")
+    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
 
 
 def encode_cursor(kind: str, offset: int) -> str:
@@ -104,6 +117,9 @@ class Dispatcher:
             PROMPTS_GET: Method(self._prompts_get, "prompts"),
             COMPLETE: Method(self._complete, "completions"),
             LISTEN: Method(self._listen, None, waits_for_lifespan=False, long_lived=True),
+            TASKS_GET: Method(self._tasks_get, "tasks"),
+            TASKS_UPDATE: Method(self._tasks_update, "tasks"),
+            TASKS_CANCEL: Method(self._tasks_cancel, "tasks"),
         }
 
     # --- what the eras ask ------------------------------------------------------------
@@ -166,6 +182,17 @@ class Dispatcher:
     def has_subscriptions(self) -> bool:
         """Whether a listen was ever opened (else there is nothing to notify)."""
         return "subscriptions" in self.__dict__
+
+    @cached_property
+    def tasks(self) -> TaskManager:
+        """The tasks extension's runtime (built, with its store, on first use)."""
+        from .tasks import TaskManager, resolve_store
+
+        return TaskManager(self, resolve_store(self.options.task_store))
+
+    def has_tasks(self) -> bool:
+        """Whether a task was ever handled (else no tasks machinery is loaded)."""
+        return "tasks" in self.__dict__
 
     def watchable(self, uri: str) -> bool:
         return self._server._watchable(uri)
@@ -253,7 +280,37 @@ class Dispatcher:
         tool = self._server._tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
-        return await invoke(tool, arguments, ctx, self.services.submit)
+        mode = self._server._task_tools.get(name)
+        takes = _takes_tasks(ctx)
+        if mode is not None:
+            if takes:
+                return await self.tasks.call_tool(tool, mode, arguments, ctx)
+            if mode == "required" and not ctx.legacy:
+                raise MissingCapabilityError(
+                    {"extensions": {TASKS_EXTENSION: {}}},
+                    f"Missing required client capability: tool {name!r} runs only as a task; "
+                    f"declare the {TASKS_EXTENSION} extension in the request's client "
+                    "capabilities",
+                )
+        try:
+            return await invoke(tool, arguments, ctx, self.services.submit)
+        except Deferred as handle:  # the body returned a task handle (mcpline.Task)
+            if takes:
+                return await self.tasks.adopt(tool, handle, ctx)
+            from .tasks import Task, shaped
+
+            if not isinstance(handle, Task):
+                raise
+            return await shaped(tool, handle, self.services.submit)  # a plain call
+
+    async def _tasks_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.get(ctx, params)
+
+    async def _tasks_update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.update(ctx, params)
+
+    async def _tasks_cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.tasks.cancel(ctx, params)
 
     async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         listed = [r.definition for r in self._server._resources.static.values()]

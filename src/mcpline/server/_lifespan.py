@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InternalError
@@ -51,6 +51,8 @@ class Services:
         self._users = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
+        self.stop_hooks: list[Callable[[], Awaitable[None]]] = []
+        """Awaited first when the server stops (the tasks manager registers itself here)."""
 
     @property
     def ready(self) -> bool:
@@ -98,6 +100,11 @@ class Services:
 
     async def _stop(self) -> None:
         assert self._ready is not None and self._stopping is not None
+        for hook in list(self.stop_hooks):
+            try:
+                await hook()
+            except Exception:
+                log.exception("a stop hook failed")
         self._stopping.set()
         task, self._task = self._task, None
         if task is not None:

@@ -303,6 +303,15 @@ class Engine:
 
     # --- changes, to every peer ----------------------------------------------------------
 
+    def on_loops(self, fn: Callable[[Peer], None]) -> None:
+        """Run ``fn(peer)`` for every peer, on that peer's loop thread (now, for this one)."""
+        here = threading.get_ident()
+        for peer in list(self.peers):
+            if peer.loop_thread == here:
+                fn(peer)
+            else:
+                peer.loop.call_soon_threadsafe(fn, peer)
+
     def list_changed(self, kind: str) -> None:
         """Tell every peer, through each era, that a list changed; any thread."""
         self._change(("list", kind))

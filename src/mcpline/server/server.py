@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import MODERN_VERSIONS
+from ..spec import MODERN_VERSIONS, TASKS_EXTENSION
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .completion import Completions
     from .prompts import Prompt
     from .resources import Resource, Resources
+    from .task_store import TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -50,6 +51,11 @@ class ServerOptions:
     """The modern revisions served (``supportedVersions``)."""
     strict_arguments: bool = False
     """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
+    task_store: TaskStore | str | None = None
+    """Where tasks live (see `mcpline.server.tasks`); None: ``$MCPLINE_TASK_STORE``, else
+    memory."""
+    task_ttl_ms: int | None = 3_600_000
+    task_poll_interval_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):
@@ -60,6 +66,9 @@ class ServerOptions:
             raise ValueError("ttl must be >= 0")
         if self.page_size < 1 or self.max_in_flight < 1 or self.max_outbound_bytes < 1:
             raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
+        ttl = self.task_ttl_ms
+        if (ttl is not None and ttl < 1) or self.task_poll_interval_ms < 1:
+            raise ValueError("task_ttl_ms (or None) and task_poll_interval_ms must be positive")
 
 
 class Server:
@@ -80,6 +89,10 @@ class Server:
     ``strict_arguments`` is every tool's default for ``strict`` (see `tool`).
     ``bus`` carries list changes and resource updates to the other processes of this server
     (see `mcpline.server.bus`); without one they reach this process's peers only.
+    ``task_store`` keeps tasks (the tasks extension, see `mcpline.server.tasks`): a store,
+    or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default ``$MCPLINE_TASK_STORE``, else
+    memory); passing one also advertises the extension. A task lives ``task_ttl_ms`` (None:
+    no limit) and clients are asked to poll every ``task_poll_interval_ms``.
     The options are kept in `options`.
     """
 
@@ -112,6 +125,9 @@ class Server:
         read_cache_scope: str = "private",
         bus: NotificationBus | None = None,
         strict_arguments: bool = False,
+        task_store: TaskStore | str | None = None,
+        task_ttl_ms: int | None = 3_600_000,
+        task_poll_interval_ms: int = 1000,
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -128,6 +144,9 @@ class Server:
             sync_workers=sync_workers,
             server_info_in_results=server_info_in_results,
             strict_arguments=strict_arguments,
+            task_store=task_store,
+            task_ttl_ms=task_ttl_ms,
+            task_poll_interval_ms=task_poll_interval_ms,
         )
         self.name = name
         self.version = version
@@ -146,6 +165,8 @@ class Server:
         self._tools: dict[str, Tool] = {}
         self._tools_enabled = False
         self._hidden_tools: set[str] = set()
+        self._task_tools: dict[str, str] = {}
+        """Tools registered with ``task=``: name → ``"optional"`` or ``"required"``."""
         self._listed: list[dict[str, Any]] | None = None
         """`tools/list` order, built once per change of the registry (not once per page)."""
         self._resources_enabled = False
@@ -207,6 +228,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
         strict: bool | None = None,
+        task: bool | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -223,6 +245,7 @@ class Server:
         meta: dict[str, Any] | None = None,
         hidden: bool = False,
         strict: bool | None = None,
+        task: bool | str | None = None,
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -233,6 +256,9 @@ class Server:
         Arguments that break the input schema only because a number, boolean, array or
         object came as its JSON text (``"5"``) are read as that value unless ``strict``
         (default: the server's ``strict_arguments``); see docs/tools.md.
+        ``task=True`` (or ``"optional"``) runs each call as a task for a client that declares
+        the tasks extension; ``task="required"`` refuses other clients with -32021 (legacy
+        sessions still get a normal call). See `mcpline.server.tasks`.
         """
         if callable(name):
             self.add_tool(name)
@@ -252,6 +278,7 @@ class Server:
                 meta=meta,
                 hidden=hidden,
                 strict=strict,
+                task=task,
             )
             return fn
 
@@ -263,15 +290,19 @@ class Server:
         *,
         hidden: bool = False,
         strict: bool | None = None,
+        task: bool | str | None = None,
         **options: Any,
     ) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
         if strict is None:
             strict = self.options.strict_arguments
+        mode = _task_mode(task)
         tool = make_tool(fn, strict=strict, **options)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if mode is not None:
+            self._task_tools[tool.name] = mode
         self._listed = None
         if hidden:
             self._hidden_tools.add(tool.name)
@@ -284,6 +315,7 @@ class Server:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
         del self._tools[name]
         self._listed = None
+        self._task_tools.pop(name, None)
         if name in self._hidden_tools:
             self._hidden_tools.discard(name)
         else:
@@ -449,7 +481,18 @@ class Server:
         if (self._built("_completions") and self._completions) or self._auto_completions():
             caps["completions"] = {}
         caps["logging"] = {}
+        if self._tasks_enabled():
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
+
+    def _tasks_enabled(self) -> bool:
+        """Whether the tasks extension is offered: a tool with ``task=``, a ``task_store``,
+        or a task already handled (a body returned ``mcpline.Task``)."""
+        return (
+            bool(self._task_tools)
+            or self.options.task_store is not None
+            or self._dispatch.has_tasks()
+        )
 
     def _offers(self, capability: str) -> bool:
         if capability == "tools":
@@ -458,6 +501,8 @@ class Server:
             return self._prompts_enabled
         if capability == "resources":
             return self._resources_enabled
+        if capability == "tasks":
+            return self._tasks_enabled()
         return capability in self.capabilities()
 
     def _auto_completions(self) -> bool:
@@ -527,6 +572,17 @@ class Server:
             from ..transports.sockets import serve_address
 
             serve_address(self, transport, **options)
+
+
+def _task_mode(task: bool | str | None) -> str | None:
+    """The ``task=`` option as ``"optional"``/``"required"``/None (`ValueError` otherwise)."""
+    if task is None or task is False:
+        return None
+    if task is True or task == "optional":
+        return "optional"
+    if task == "required":
+        return "required"
+    raise ValueError("task must be True, False, 'optional' or 'required'")
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""``subscriptions/listen``: long-lived requests that carry list-changed and updated notices.
+"""``subscriptions/listen``: long-lived requests that carry list-changed and updated notices,
+and (tasks extension) ``notifications/tasks`` for the ``taskIds`` a listen names.
 
 Each listen is identified by its request id. Its first message is the acknowledgement with
 the honoured filter; every notification of it carries ``_meta.subscriptionId`` = that id
@@ -26,6 +27,7 @@ from ..spec import (
     METHOD_NOT_FOUND,
     RESOURCE_UPDATED,
     SUBSCRIPTION_ID_KEY,
+    TASK_STATUS,
 )
 from .context import Context
 from .outbound import Kind
@@ -53,6 +55,8 @@ class Listen:
     honoured: dict[str, Any]
     uris: tuple[str, ...]
     done: asyncio.Future[None]
+    task_ids: tuple[str, ...] = ()
+    """Tasks whose ``notifications/tasks`` this listen gets (tasks extension)."""
 
     @property
     def id(self) -> Any:
@@ -116,9 +120,11 @@ class Subscriptions:
     def available(self) -> bool:
         """Whether anything can be listened to (else ``subscriptions/listen`` is -32601)."""
         caps = self._dispatch.capabilities()
-        return any(
-            caps.get(c, {}).get("listChanged") for c in ("tools", "prompts", "resources")
-        ) or bool(caps.get("resources", {}).get("subscribe"))
+        return (
+            any(caps.get(c, {}).get("listChanged") for c in ("tools", "prompts", "resources"))
+            or bool(caps.get("resources", {}).get("subscribe"))
+            or self._dispatch.offers("tasks")
+        )
 
     @staticmethod
     def listens(peer: Peer) -> dict[tuple[type, Any], Listen]:
@@ -143,7 +149,11 @@ class Subscriptions:
                 "listChanged or subscribe capability)",
             )
         d = self._dispatch
-        honoured = honour(params.get("notifications"), d.capabilities(), d.watchable)
+        requested = params.get("notifications")
+        honoured = honour(requested, d.capabilities(), d.watchable)
+        wanted_tasks = requested.get("taskIds") if isinstance(requested, dict) else None
+        if wanted_tasks is not None and d.offers("tasks"):
+            honoured["taskIds"] = await d.tasks.listen_ids(ctx, wanted_tasks)
         exchange = ctx._exchange
         peer = exchange.peer
         table = self._table(peer)
@@ -157,6 +167,7 @@ class Subscriptions:
             honoured,
             tuple(honoured.get("resourceSubscriptions", ())),
             peer.loop.create_future(),
+            tuple(honoured.get("taskIds", ())),
         )
         key = (type(exchange.id), exchange.id)
         table[key] = sub
@@ -165,6 +176,8 @@ class Subscriptions:
                 notification(ACKNOWLEDGED, {"_meta": sub.meta(), "notifications": honoured}),
                 Kind.STREAM,
             )
+            if sub.task_ids:
+                await d.tasks.announce(sub)
             if not peer.closing.is_set():  # else the close hooks already ran: end it now
                 await sub.done
         finally:
@@ -187,6 +200,20 @@ class Subscriptions:
                     notification(RESOURCE_UPDATED, {"_meta": sub.meta(), "uri": uri}),
                     Kind.STREAM,
                 )
+
+    def task_changed(self, peer: Peer, task_id: str, task: dict[str, Any]) -> bool:
+        """Send ``task`` (a ``DetailedTask``) to each listen of ``peer`` watching it; whether
+        one was."""
+        sent = False
+        for sub in list(self.listens(peer).values()):
+            if task_id in sub.task_ids:
+                self.send_task(sub, task)
+                sent = True
+        return sent
+
+    @staticmethod
+    def send_task(sub: Listen, task: dict[str, Any]) -> None:
+        sub.exchange.send(notification(TASK_STATUS, {**task, "_meta": sub.meta()}), Kind.STREAM)
 
     def close_all(self, peer: Peer) -> None:
         """Close and overflow hook: answer every open listen with its graceful completion."""

@@ -43,6 +43,11 @@ ANNOTATION_KEYS = {
 }
 
 
+class Deferred(Exception):
+    """What a tool body returns (or raises) to answer later instead of with a value: a task
+    handle (`mcpline.Task`, see `mcpline.server.tasks`). `invoke` hands it to its caller."""
+
+
 def check_name(name: str, kind: str = "tool") -> None:
     if not isinstance(name, str) or not NAME_RE.match(name):
         raise ValueError(
@@ -55,6 +60,8 @@ def _plain_return(tp: Any) -> bool:
     and lists of them, `ToolResult`, ``Any`` and nothing. (``dict`` is structured data.)"""
     if tp in (inspect.Signature.empty, None, type(None), str, Any, ToolResult, list):
         return True
+    if isinstance(tp, type) and issubclass(tp, Deferred):
+        return True  # a task handle: its value is shaped when the work ends
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         base, *meta = typing.get_args(tp)
@@ -353,13 +360,13 @@ async def invoke(
         return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
     try:
         value = await tool.body.call(kwargs, ctx, run_sync)
-        if isinstance(value, InputRequired):
+        if isinstance(value, (InputRequired, Deferred)):
             raise value
         return shape_result(tool, value)
     except ToolError as exc:
         return error_result(str(exc) or type(exc).__name__)
     except Exception as exc:
-        if isinstance(exc, (JsonRpcError, InputRequired)):
+        if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
             raise
         log.exception("tool %r raised", tool.name)
         detail = str(exc) or "no details"
@@ -369,6 +376,7 @@ async def invoke(
 __all__ = [
     "ANNOTATION_KEYS",
     "check_name",
+    "Deferred",
     "error_result",
     "HEADER_KEY",
     "header_params",

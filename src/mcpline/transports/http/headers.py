@@ -27,6 +27,9 @@ from ...spec import (
     PARSE_ERROR,
     PROMPTS_GET,
     RESOURCES_READ,
+    TASKS_CANCEL,
+    TASKS_GET,
+    TASKS_UPDATE,
     TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
@@ -38,8 +41,16 @@ PARAM_PREFIX = "mcp-param-"
 SESSION_ID = "mcp-session-id"
 LAST_EVENT_ID = "last-event-id"
 
-NAME_SOURCE = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri"}
-"""The methods whose ``Mcp-Name`` header mirrors a body field, and that field of ``params``."""
+NAME_SOURCE = {
+    TOOLS_CALL: "name",
+    PROMPTS_GET: "name",
+    RESOURCES_READ: "uri",
+    TASKS_GET: "taskId",
+    TASKS_UPDATE: "taskId",
+    TASKS_CANCEL: "taskId",
+}
+"""The methods whose ``Mcp-Name`` header mirrors a body field, and that field of ``params``
+(the tasks extension's methods mirror ``params.taskId``, SEP-2663)."""
 
 SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
@@ -163,7 +174,8 @@ def mirror_problem(
 
     ``Mcp-Method`` must equal ``method``; for tools/call, prompts/get and resources/read
     ``Mcp-Name`` must equal ``params.name`` or ``params.uri`` (when that is a string; a body
-    without one is the body's problem). ``header_params`` are the tool's mirrored parameters
+    without one is the body's problem; tasks/* mirror ``params.taskId``, see `NAME_SOURCE`).
+    ``header_params`` are the tool's mirrored parameters
     (path, annotation): a value present and not null needs its ``Mcp-Param-*`` header with
     the same value, and a header without a value in the body is a mismatch too.
     """

@@ -1,0 +1,235 @@
+"""`SqliteTaskStore`: tasks in a SQLite file (standard library ``sqlite3``), for one machine.
+
+The file is opened in WAL mode with ``synchronous=FULL``: a task is on disk before its
+``CreateTaskResult`` is sent, survives a restart of the server, and can be shared by several
+server processes on the machine (each change is one ``BEGIN IMMEDIATE`` transaction, so two
+processes never both apply a change to the same record). Every call runs on one thread of
+the store's own, off the event loop. ``sqlite3`` is imported when the store opens.
+
+One table, ``mcpline_tasks(scope, id, expires, data)``: ``data`` is the record's JSON,
+``expires`` is indexed for `purge`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .task_store import (
+    DEFAULT_LEASE,
+    Change,
+    TaskRecord,
+    decode_record,
+    encode_record,
+    now_ms,
+    renew_one,
+)
+
+if TYPE_CHECKING:
+    import sqlite3
+
+T = TypeVar("T")
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS mcpline_tasks ("
+    " scope TEXT NOT NULL, id TEXT NOT NULL, expires INTEGER, data BLOB NOT NULL,"
+    " PRIMARY KEY (scope, id)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS mcpline_tasks_expires ON mcpline_tasks (expires)"
+    " WHERE expires IS NOT NULL",
+)
+
+
+class SqliteTaskStore:
+    """``Server(task_store=SqliteTaskStore("tasks.db"))``: tasks in a SQLite file.
+
+    ``lease`` is how long (seconds) a running task's process may go without renewing its
+    claim before the task is failed as dead; ``timeout`` how long a call waits for another
+    process's write lock.
+    """
+
+    shared = True
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, lease: float = DEFAULT_LEASE, timeout: float = 10.0
+    ) -> None:
+        if lease <= 0 or timeout <= 0:
+            raise ValueError("lease and timeout must be positive")
+        self.path = os.fspath(path)
+        self.lease = lease
+        self.timeout = timeout
+        self._scope = ""
+        self._conn: sqlite3.Connection | None = None
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    # --- the thread --------------------------------------------------------------------------
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._pool is None:
+            raise RuntimeError("the SQLite task store is not open")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, fn, *args)
+
+    def _db(self) -> sqlite3.Connection:
+        assert self._conn is not None
+        return self._conn
+
+    def _connect(self) -> None:
+        import sqlite3
+
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        for statement in SCHEMA:
+            conn.execute(statement)
+        self._conn = conn
+
+    def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
+
+    def _read(self, db: sqlite3.Connection, task_id: str) -> TaskRecord | None:
+        row = db.execute(
+            "SELECT data FROM mcpline_tasks WHERE scope = ? AND id = ?", (self._scope, task_id)
+        ).fetchone()
+        return None if row is None else decode_record(row[0])
+
+    def _write(self, db: sqlite3.Connection, rec: TaskRecord) -> None:
+        db.execute(
+            "UPDATE mcpline_tasks SET expires = ?, data = ? WHERE scope = ? AND id = ?",
+            (rec.expires, encode_record(rec), self._scope, rec.id),
+        )
+
+    # --- the TaskStore protocol --------------------------------------------------------------
+
+    async def open(self, scope: str) -> None:
+        if self._pool is not None:
+            return
+        self._scope = scope
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mcpline-tasks")
+        try:
+            await self._call(self._connect)
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+            raise
+
+    async def aclose(self) -> None:
+        pool = self._pool
+        if pool is None:
+            return
+
+        def close() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await self._call(close)
+        self._pool = None
+        pool.shutdown(wait=True)
+
+    async def create(self, rec: TaskRecord) -> None:
+        def insert() -> None:
+            import sqlite3
+
+            try:
+                self._db().execute(
+                    "INSERT INTO mcpline_tasks (scope, id, expires, data) VALUES (?, ?, ?, ?)",
+                    (self._scope, rec.id, rec.expires, encode_record(rec)),
+                )
+            except sqlite3.IntegrityError:
+                raise ValueError(f"task {rec.id!r} exists already") from None
+
+        await self._call(insert)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        return await self._call(lambda: self._read(self._db(), task_id))
+
+    async def get_many(self, ids: Iterable[str]) -> dict[str, TaskRecord]:
+        wanted = list(dict.fromkeys(ids))
+
+        def select() -> dict[str, TaskRecord]:
+            out: dict[str, TaskRecord] = {}
+            db = self._db()
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = db.execute(
+                    f"SELECT data FROM mcpline_tasks WHERE scope = ? AND id IN ({marks})",
+                    (self._scope, *chunk),
+                )
+                for (data,) in rows:
+                    rec = decode_record(data)
+                    out[rec.id] = rec
+            return out
+
+        return await self._call(select) if wanted else {}
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        def apply(db: sqlite3.Connection) -> TaskRecord | None:
+            rec = self._read(db, task_id)
+            if rec is None:
+                return None
+            new = change(rec)
+            if new is None:
+                return rec
+            self._write(db, new)
+            return new
+
+        return await self._call(self._transaction, apply)
+
+    async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
+        wanted = list(ids)
+
+        def apply(db: sqlite3.Connection) -> dict[str, str]:
+            now = now_ms()
+            stop = {}
+            for task_id in wanted:
+                rec = self._read(db, task_id)
+                why, extended = renew_one(rec, worker, until, now)
+                if extended and rec is not None:
+                    self._write(db, rec)
+                if why is not None:
+                    stop[task_id] = why
+            return stop
+
+        return await self._call(self._transaction, apply) if wanted else {}
+
+    async def purge(self, now: int) -> int:
+        def delete() -> int:
+            cur = self._db().execute(
+                "DELETE FROM mcpline_tasks"
+                " WHERE scope = ? AND expires IS NOT NULL AND expires <= ?",
+                (self._scope, now),
+            )
+            return int(cur.rowcount)
+
+        return await self._call(delete)
+
+    async def count(self) -> int:
+        def select() -> int:
+            row = (
+                self._db()
+                .execute("SELECT COUNT(*) FROM mcpline_tasks WHERE scope = ?", (self._scope,))
+                .fetchone()
+            )
+            return int(row[0])
+
+        return await self._call(select)
+
+
+__all__ = [
+    "SCHEMA",
+    "SqliteTaskStore",
+]

@@ -1,0 +1,243 @@
+"""Where tasks live: the record of one task, the `TaskStore` interface and the in-memory store.
+
+A store keeps `TaskRecord` values by task id and changes them atomically (`TaskStore.update`
+reads, applies a pure function and writes, as one step even when other processes share the
+store). It knows nothing of MCP: `mcpline.server.tasks` decides what each change is. Three
+stores ship:
+
+* `MemoryTaskStore` (the default): this process only; tasks die with it.
+* `mcpline.server.task_sqlite.SqliteTaskStore`: a SQLite file in WAL mode, for one machine,
+  restarts and several processes sharing the file.
+* `mcpline.server.task_redis.RedisTaskStore`: Redis (the ``mcpline[redis]`` extra), for
+  workers and replicas.
+
+Times are integer milliseconds since the epoch (wall clock: processes that share a store
+should keep their clocks in sync). A record whose ``expires`` has passed is expired: the
+server answers as the SEP says and `TaskStore.purge` deletes it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import msgspec
+
+from ..spec import TERMINAL_TASK_STATUSES
+
+DEFAULT_LEASE = 15.0
+"""Seconds a running task's worker may stay silent before the task is taken for dead."""
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch (wall clock)."""
+    return time.time_ns() // 1_000_000
+
+
+class TaskRecord(msgspec.Struct, kw_only=True):
+    """Everything the server keeps about one task (stored as JSON)."""
+
+    id: str
+    owner: str = ""
+    """The principal the task is bound to (`mcpline.server.tasks.owner_key`); "" for none."""
+    tool: str = ""
+    kind: str = "tool"
+    """``tool``: the tool body runs (again) from ``arguments``, in any process;
+    ``job``: the work of a `mcpline.Task` handle, in the process that holds it."""
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    caps: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The client capabilities of the request that created the task."""
+    client: dict[str, Any] | None = None
+    version: str = ""
+    status: str = "working"
+    message: str | None = None
+    created: int = 0
+    updated: int = 0
+    ttl: int | None = None
+    poll: int = 1000
+    expires: int | None = None
+    requests: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Outstanding ``inputRequests`` (status ``input_required``)."""
+    answers: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Every answer delivered so far, by key (the handler re-runs with all of them)."""
+    state: Any = None
+    asked: list[str] = msgspec.field(default_factory=list)
+    """Every input key ever issued (keys are unique over the task's life)."""
+    rounds: int = 0
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    worker: str | None = None
+    """The process running it (status ``working``), if any."""
+    lease: int | None = None
+    """Until when that process's claim holds; renewed while it runs."""
+    cancel: bool = False
+    """A client asked to cancel it while it was working."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_TASK_STATUSES
+
+    def expired(self, now: int) -> bool:
+        return self.expires is not None and self.expires <= now
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(TaskRecord)
+
+
+def encode_record(rec: TaskRecord) -> bytes:
+    return _encoder.encode(rec)
+
+
+def decode_record(data: bytes | str) -> TaskRecord:
+    return _decoder.decode(data)
+
+
+Change = Callable[[TaskRecord], "TaskRecord | None"]
+"""A pure function of the current record: the record to write instead, or None to leave it.
+A store may call it more than once (a conflict with another process): it must not keep
+anything between calls but what it returns."""
+
+
+class TaskStore(Protocol):
+    """Keeps task records; every method runs on the server's event loop."""
+
+    shared: bool
+    """Other processes may change these records (their changes are polled for)."""
+    lease: float
+    """Seconds a worker's claim on a running task lasts without renewal."""
+
+    async def open(self, scope: str) -> None:
+        """Get ready; ``scope`` (the server's name) separates servers sharing a backend."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    async def create(self, rec: TaskRecord) -> None:
+        """Store a new record durably: once this returns, `get` finds it from any process."""
+        ...
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record (expired or not), or None when there is none (or it was purged)."""
+        ...
+
+    async def get_many(self, ids: Iterable[str]) -> dict[str, TaskRecord]: ...
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        """Apply ``change`` atomically; the record as stored afterwards (None if absent)."""
+        ...
+
+    async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
+        """Extend ``worker``'s lease on the tasks ``ids`` to ``until``. Returns the ones it
+        must stop running, with why: ``"cancel"`` (a client cancelled it) or ``"gone"``
+        (absent, expired, finished or taken over elsewhere)."""
+        ...
+
+    async def purge(self, now: int) -> int:
+        """Delete the records expired at ``now``; how many were deleted."""
+        ...
+
+    async def count(self) -> int:
+        """Records kept now (expired ones not yet purged included)."""
+        ...
+
+
+def renew_one(rec: TaskRecord | None, worker: str, until: int, now: int) -> tuple[str | None, bool]:
+    """(why ``worker`` must stop, whether ``rec`` was extended) for one task of a `renew`."""
+    if rec is None or rec.expired(now) or rec.status != "working" or rec.worker != worker:
+        return "gone", False
+    rec.lease = until
+    return ("cancel" if rec.cancel else None), True
+
+
+class MemoryTaskStore:
+    """Tasks in this process's memory: fast, and gone when the process ends."""
+
+    shared = False
+
+    def __init__(self, *, lease: float = DEFAULT_LEASE) -> None:
+        self.lease = lease
+        self._records: dict[str, bytes] = {}
+        self._expiry: list[tuple[int, str]] = []
+
+    async def open(self, scope: str) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def create(self, rec: TaskRecord) -> None:
+        if rec.id in self._records:
+            raise ValueError(f"task {rec.id!r} exists already")
+        self._records[rec.id] = encode_record(rec)
+        if rec.expires is not None:
+            heapq.heappush(self._expiry, (rec.expires, rec.id))
+            if self._expiry[0][0] <= rec.created:
+                self._purge(rec.created)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        raw = self._records.get(task_id)
+        return None if raw is None else decode_record(raw)
+
+    async def get_many(self, ids: Iterable[str]) -> dict[str, TaskRecord]:
+        out = {}
+        for task_id in ids:
+            raw = self._records.get(task_id)
+            if raw is not None:
+                out[task_id] = decode_record(raw)
+        return out
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        raw = self._records.get(task_id)
+        if raw is None:
+            return None
+        new = change(decode_record(raw))
+        if new is None:
+            return decode_record(raw)
+        self._records[task_id] = encode_record(new)
+        return new
+
+    async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
+        now = now_ms()
+        stop = {}
+        for task_id in ids:
+            raw = self._records.get(task_id)
+            rec = None if raw is None else decode_record(raw)
+            why, extended = renew_one(rec, worker, until, now)
+            if extended and rec is not None:
+                self._records[task_id] = encode_record(rec)
+            if why is not None:
+                stop[task_id] = why
+        return stop
+
+    async def purge(self, now: int) -> int:
+        return self._purge(now)
+
+    def _purge(self, now: int) -> int:
+        dropped = 0
+        heap = self._expiry
+        while heap and heap[0][0] <= now:
+            _, task_id = heapq.heappop(heap)
+            raw = self._records.get(task_id)
+            if raw is not None and decode_record(raw).expired(now):
+                del self._records[task_id]
+                dropped += 1
+        return dropped
+
+    async def count(self) -> int:
+        return len(self._records)
+
+
+__all__ = [
+    "Change",
+    "decode_record",
+    "DEFAULT_LEASE",
+    "encode_record",
+    "MemoryTaskStore",
+    "now_ms",
+    "renew_one",
+    "TaskRecord",
+    "TaskStore",
+]

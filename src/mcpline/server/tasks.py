@@ -1,0 +1,969 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663) on the server.
+
+A ``tools/call`` may be answered with a task handle (``CreateTaskResult``,
+``resultType: "task"``) instead of its result, when the request declared the extension in
+its client capabilities. The server decides, per request:
+
+* ``@server.tool(task=True)`` (or ``"optional"``): the call becomes a task; the body runs in
+  the background. ``task="required"``: a request without the extension gets -32021 instead.
+  A client without the extension (``"optional"``) and every legacy (2025-11-25) session get
+  the call run to completion, as a normal call.
+* A body returns (or raises) `Task` (``mcpline.Task``) wrapping the work that makes the
+  result (an external job, say): after whatever it did synchronously (MRTR rounds
+  included), the call becomes a task whose result is that work's. Without the extension
+  the work is awaited and its result returned, as a normal call.
+
+Inside a task, ``ctx.ask`` (or raising `InputRequired`) moves the task to ``input_required``
+with those requests; ``tasks/update`` delivers answers, and once every outstanding request is
+answered the body runs again from the start, with every answer given so far in
+``ctx.input_responses`` and the state it raised with in ``ctx.state`` (the MRTR re-run
+rule). Progress reported with ``ctx.report_progress`` becomes the task's ``statusMessage``;
+no ``notifications/progress`` or ``notifications/message`` are sent for a task (log records
+go to `logging`). ``tasks/cancel`` reaches the body as cancellation (``CancelledError``, or
+``ctx.cancelled`` for a sync body on its thread).
+
+Tasks are bound to the requester's principal (``ctx.principal``, from the HTTP bearer-token
+hook); a task of another principal is answered exactly as an unknown one. Ids are 192 random
+bits (`secrets`).
+
+`TaskManager` holds the runtime: the store (`mcpline.server.task_store`), this process's
+running tasks and their leases, TTL purging, and ``notifications/tasks`` to the listens that
+asked for a task's id. Across processes (SQLite, Redis): a process claims a task it runs
+with a lease it renews every third of the store's ``lease``; a cancellation is a flag in the
+record that the running process reads when it renews (or at once, when it is the one that
+got ``tasks/cancel``); a task whose lease lapsed is failed by whoever reads it next;
+changes made elsewhere reach local listens by polling the store for the ids they watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import hashlib
+import hmac
+import inspect
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError, ToolError
+from ..jsonrpc import Request
+from ..protocol.meta import RequestMeta
+from ..spec import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MODERN,
+    PROGRESS,
+    RESULT_TASK,
+    TASKS_EXTENSION,
+    TOOLS_CALL,
+)
+from .context import Context
+from .engine import Exchange, Phase
+from .mrtr import InputRequest, InputRequired, check_response, content_problems, select_requests
+from .outbound import Kind
+from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
+from .tools import Deferred, Tool, error_result, invoke, shape_result
+
+if TYPE_CHECKING:
+    from ._dispatch import Dispatcher
+    from .subscriptions import Listen
+
+log = logging.getLogger("mcpline.server")
+
+STORE_ENV = "MCPLINE_TASK_STORE"
+"""``memory``, ``sqlite:PATH`` or a Redis URL: the store when `Server` was given none."""
+LEASE_ENV = "MCPLINE_TASK_LEASE"
+"""Seconds of a worker's lease on a running task, for a store built from `STORE_ENV`."""
+MAX_TASK_IDS = 1000
+"""The most ``taskIds`` one ``subscriptions/listen`` may ask for."""
+_UNSET: Any = object()
+_PROGRESS_TOKEN = "mcpline-task"
+
+
+def required_extension() -> dict[str, Any]:
+    return {"extensions": {TASKS_EXTENSION: {}}}
+
+
+def accepts_tasks(caps: dict[str, Any]) -> bool:
+    """Whether client capabilities declare the tasks extension."""
+    ext = caps.get("extensions")
+    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
+
+
+def owner_key(principal: Any) -> str:
+    """What a task is bound to: a digest of the principal's JSON (its ``str`` when it has
+    none), "" without a principal. Give ``verify_token`` a stable value (a user id)."""
+    if principal is None:
+        return ""
+    try:
+        raw = msgspec.json.encode(principal, order="sorted")
+    except (TypeError, msgspec.EncodeError):
+        raw = str(principal).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(raw).hexdigest()
+
+
+def new_task_id() -> str:
+    """192 random bits, URL- and header-safe."""
+    return secrets.token_urlsafe(24)
+
+
+def iso(ms: int) -> str:
+    """ISO 8601 in UTC with milliseconds: ``2026-07-28T10:30:00.000Z``."""
+    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def task_json(rec: TaskRecord, *, detailed: bool) -> dict[str, Any]:
+    """The ``Task`` fields of a record; ``detailed`` adds what its status carries
+    (``inputRequests``, ``result`` or ``error``): a ``DetailedTask``."""
+    out: dict[str, Any] = {"taskId": rec.id, "status": rec.status}
+    if rec.message is not None:
+        out["statusMessage"] = rec.message
+    out["createdAt"] = iso(rec.created)
+    out["lastUpdatedAt"] = iso(rec.updated)
+    out["ttlMs"] = rec.ttl
+    out["pollIntervalMs"] = rec.poll
+    if detailed:
+        if rec.status == "input_required":
+            out["inputRequests"] = rec.requests
+        elif rec.status == "completed":
+            out["result"] = rec.result if rec.result is not None else {"content": []}
+        elif rec.status == "failed":
+            out["error"] = rec.error or {"code": INTERNAL_ERROR, "message": "Internal error"}
+    return out
+
+
+def resolve_store(given: TaskStore | str | None) -> TaskStore:
+    """The store for ``Server(task_store=...)``: a store, a spec string, or None for
+    ``$MCPLINE_TASK_STORE`` (default: memory)."""
+    if given is not None and not isinstance(given, str):
+        return given
+    spec = given if given is not None else os.environ.get(STORE_ENV, "")
+    lease_text = os.environ.get(LEASE_ENV)
+    lease = float(lease_text) if lease_text else DEFAULT_LEASE
+    if spec in ("", "memory"):
+        return MemoryTaskStore(lease=lease)
+    if spec.startswith("sqlite:"):
+        from .task_sqlite import SqliteTaskStore
+
+        path = spec[len("sqlite:") :]
+        if path.startswith("//"):
+            path = path[2:]  # sqlite:///abs/path
+        if not path:
+            raise ValueError(f"{STORE_ENV}: sqlite: needs a file path")
+        return SqliteTaskStore(path, lease=lease)
+    if spec.startswith(("redis://", "rediss://", "unix://")):
+        from .task_redis import RedisTaskStore
+
+        return RedisTaskStore(spec, lease=lease)
+    raise ValueError(f"unknown task store {spec!r}: use memory, sqlite:PATH or a redis:// URL")
+
+
+# --- what a tool body returns --------------------------------------------------------------
+
+
+class Task(Deferred):
+    """Return (or raise) from a tool body to answer with a task whose result is ``work``'s.
+
+    ``work`` is a coroutine (or any awaitable), an ``async def`` function, or a plain function
+    (run on a worker thread, for blocking job APIs); its value is shaped like the tool's
+    return value (a `ToolError` or any other exception becomes an ``isError`` result, a
+    `JsonRpcError` makes the task ``failed``). ``on_cancel`` (sync or async) is called when a
+    client cancels the task, e.g. to cancel the external job. ``status_message``, ``ttl_ms``
+    (None: no limit) and ``poll_interval_ms`` override the server's. A client without the
+    tasks extension, and a legacy session, get the work's result as a normal call.
+
+    The work lives in this process: if the process dies, the task becomes ``failed``.
+    """
+
+    def __init__(
+        self,
+        work: Awaitable[Any] | Callable[[], Any],
+        *,
+        status_message: str | None = None,
+        ttl_ms: int | None = _UNSET,
+        poll_interval_ms: int | None = None,
+        on_cancel: Callable[[], Any] | None = None,
+    ) -> None:
+        if not (inspect.isawaitable(work) or callable(work)):
+            raise TypeError("work must be an awaitable or a function")
+        if ttl_ms is not _UNSET and ttl_ms is not None and ttl_ms < 1:
+            raise ValueError("ttl_ms must be positive (or None for no limit)")
+        if poll_interval_ms is not None and poll_interval_ms < 1:
+            raise ValueError("poll_interval_ms must be positive")
+        super().__init__("a task handle")
+        self.work = work
+        self.status_message = status_message
+        self.ttl_ms = ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        self.on_cancel = on_cancel
+
+    async def result(self, submit: Callable[[Callable[[], Any]], Awaitable[Any]]) -> Any:
+        """Run the work (once) and return its value."""
+        work, self.work = self.work, _spent
+        if inspect.isawaitable(work):
+            return await work
+        if inspect.iscoroutinefunction(work):
+            return await work()
+        value = await submit(work)
+        return (await value) if inspect.isawaitable(value) else value
+
+    def discard(self) -> None:
+        """Close the work unrun (a coroutine would warn that it was never awaited)."""
+        work, self.work = self.work, _spent
+        if inspect.iscoroutine(work):
+            work.close()
+
+
+def _spent() -> Any:
+    raise RuntimeError("a Task's work runs once")
+
+
+async def shaped(
+    tool: Tool, handle: Task, submit: Callable[[Callable[[], Any]], Awaitable[Any]]
+) -> dict[str, Any]:
+    """The ``CallToolResult`` of a handle's work, errors as `invoke` shapes them."""
+    try:
+        value = await handle.result(submit)
+        if isinstance(value, Deferred):
+            raise TypeError("a Task's work returned another task")
+        return shape_result(tool, value)
+    except ToolError as exc:
+        return error_result(str(exc) or type(exc).__name__)
+    except (JsonRpcError, InputRequired, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        log.exception("the task of tool %r raised", tool.name)
+        detail = str(exc) or "no details"
+        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
+
+
+# --- one running task --------------------------------------------------------------------
+
+
+class _TaskBinding:
+    """What a task's context knows of its caller: the principal (no transport checks)."""
+
+    modern_only = True
+
+    def __init__(self, principal: Any) -> None:
+        self.principal = principal
+
+    def check_version(self, version: str) -> None:
+        return None
+
+    def check_request(self, request: Request) -> None:
+        return None
+
+    def close_stream(self) -> None:
+        return None
+
+
+class _TaskPeer:
+    """The peer of a task's context: nothing reaches a client; progress becomes the task's
+    ``statusMessage``."""
+
+    def __init__(self, manager: TaskManager, task_id: str, loop: asyncio.AbstractEventLoop):
+        self.name = f"task {task_id[:8]}"
+        self.loop = loop
+        self.loop_thread = threading.get_ident()
+        self.closing = asyncio.Event()
+        self.scoped: dict[str, Any] = {}
+        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
+        self.overflow_hooks: list[Callable[[Any], None]] = []
+        self._manager = manager
+        self._task_id = task_id
+
+    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+        try:
+            msg = msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            return False
+        if type(msg) is dict and msg.get("method") == PROGRESS:
+            self._manager._progress(self._task_id, msg.get("params") or {})
+        return True
+
+    def send(self, data: bytes, kind: Kind) -> bool:
+        return False
+
+    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
+        return None
+
+
+@dataclass
+class _Run:
+    task: asyncio.Task[None]
+    exchange: Exchange
+    reason: str | None = None
+    """Why it was stopped: ``cancel``, ``gone`` or ``shutdown``."""
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.exchange.cancel()
+
+
+# --- the manager ---------------------------------------------------------------------------
+
+
+class TaskManager:
+    """The tasks of one server: its store, the tasks this process runs, their leases, TTLs
+    and notifications."""
+
+    max_rounds = 64
+    """Input rounds one task may go through."""
+    sweep_every = 5.0
+    """Seconds between purges of expired tasks."""
+    watch_every = 0.5
+    """Seconds between polls of a shared store for the tasks listens watch."""
+
+    def __init__(self, dispatch: Dispatcher, store: TaskStore) -> None:
+        self._d = dispatch
+        self.store = store
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        """This process, as it appears in the records of the tasks it runs."""
+        self._runs: dict[str, _Run] = {}
+        self._open = False
+        self._opening: asyncio.Lock | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._sent: dict[str, tuple[str, int, str | None]] = {}
+        self._messages: dict[str, str] = {}
+        self._writing: set[str] = set()
+
+    @property
+    def running(self) -> int:
+        """Tasks this process is running now."""
+        return len(self._runs)
+
+    # --- start and stop --------------------------------------------------------------------
+
+    async def ready(self) -> None:
+        """Open the store and start the background work, once (on the server's loop)."""
+        if self._open:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._open:
+                return
+            await self.store.open(self._d.info["name"])
+            loop = asyncio.get_running_loop()
+            self._background = [
+                loop.create_task(self._keep(), name="mcpline-task-leases"),
+                loop.create_task(self._sweep(), name="mcpline-task-purge"),
+                loop.create_task(self._watch(), name="mcpline-task-watch"),
+            ]
+            self._d.services.stop_hooks.append(self.aclose)
+            self._open = True
+
+    async def aclose(self) -> None:
+        """Let running tasks finish for the server's ``shutdown_grace``, fail the rest
+        ("the server stopped"), stop the background work and close the store."""
+        if not self._open:
+            return
+        self._open = False
+        with contextlib.suppress(ValueError):
+            self._d.services.stop_hooks.remove(self.aclose)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._d.options.shutdown_grace
+        while self._runs and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        for run in list(self._runs.values()):
+            run.stop("shutdown")
+        pending = [run.task for run in self._runs.values()]
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background = []
+        await self.store.aclose()
+
+    # --- tools/call --------------------------------------------------------------------------
+
+    async def call_tool(
+        self, tool: Tool, mode: str, arguments: dict[str, Any], ctx: Context
+    ) -> dict[str, Any]:
+        """``tools/call`` of a tool registered with ``task=``."""
+        if ctx.legacy or not accepts_tasks(ctx.client_capabilities):
+            if mode == "required" and not ctx.legacy:
+                raise MissingCapabilityError(
+                    required_extension(),
+                    f"Missing required client capability: tool {tool.name!r} runs only as a "
+                    f"task; declare the {TASKS_EXTENSION} extension in the request's client "
+                    "capabilities",
+                )
+            return await self.inline(tool, arguments, ctx)
+        if tool.validator.errors(arguments):
+            return await invoke(tool, arguments, ctx, self._d.services.submit)  # isError now
+        rec = await self._create(ctx, tool.name, "tool", arguments, None)
+        self._start(rec, ctx.principal, tool, None)
+        return {"resultType": RESULT_TASK, **task_json(rec, detailed=False)}
+
+    async def inline(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """Run a call to completion, as if there were no tasks."""
+        try:
+            return await invoke(tool, arguments, ctx, self._d.services.submit)
+        except Deferred as handle:
+            return await self.adopt(tool, handle, ctx)
+
+    async def adopt(self, tool: Tool, handle: Deferred, ctx: Context) -> dict[str, Any]:
+        """A tool body returned a `Task`: a task for a client that takes one, else its result."""
+        if not isinstance(handle, Task):
+            raise TypeError(f"tool {tool.name!r} returned an unknown deferral {handle!r}")
+        if ctx.legacy or not accepts_tasks(ctx.client_capabilities):
+            return await shaped(tool, handle, self._d.services.submit)
+        try:
+            rec = await self._create(ctx, tool.name, "job", {}, handle)
+        except BaseException:
+            handle.discard()
+            raise
+        self._start(rec, ctx.principal, tool, handle)
+        return {"resultType": RESULT_TASK, **task_json(rec, detailed=False)}
+
+    async def _create(
+        self, ctx: Context, tool: str, kind: str, arguments: dict[str, Any], handle: Task | None
+    ) -> TaskRecord:
+        await self.ready()
+        options = self._d.options
+        ttl = options.task_ttl_ms
+        poll = options.task_poll_interval_ms
+        message = None
+        if handle is not None:
+            if handle.ttl_ms is not _UNSET:
+                ttl = handle.ttl_ms
+            poll = handle.poll_interval_ms or poll
+            message = handle.status_message
+        if ttl is not None:
+            poll = max(1, min(poll, ttl // 2))  # a client polling as asked sees the end
+        now = now_ms()
+        meta = ctx.meta
+        rec = TaskRecord(
+            id=new_task_id(),
+            owner=owner_key(ctx.principal),
+            tool=tool,
+            kind=kind,
+            arguments=arguments,
+            caps=dict(ctx.client_capabilities),
+            client=ctx.client_info,
+            version=meta.protocol_version if meta is not None else MODERN,
+            status="working",
+            message=message,
+            created=now,
+            updated=now,
+            ttl=ttl,
+            poll=poll,
+            expires=None if ttl is None else now + ttl,
+            worker=self.worker,
+            lease=now + self._lease_ms(),
+        )
+        await self.store.create(rec)
+        return rec
+
+    def _lease_ms(self) -> int:
+        return int(self.store.lease * 1000)
+
+    # --- running ------------------------------------------------------------------------------
+
+    def _start(
+        self, rec: TaskRecord, principal: Any, tool: Tool | None, handle: Task | None
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        peer = _TaskPeer(self, rec.id, loop)
+        request = Request(rec.id, TOOLS_CALL, {"name": rec.tool, "arguments": rec.arguments})
+        exchange = Exchange(request, peer, _TaskBinding(principal))
+        exchange.move(Phase.RUNNING)
+        meta = RequestMeta(
+            protocol_version=rec.version,
+            client_capabilities=rec.caps,
+            client_info=rec.client,
+            log_level=None,
+            progress_token=_PROGRESS_TOKEN,
+            raw={},
+        )
+        ctx = Context(exchange, meta, self._d)
+        ctx.input_responses = dict(rec.answers)
+        ctx.state = rec.state
+        task = loop.create_task(self._run(rec, ctx, exchange, tool, handle))
+        exchange.task = task
+        self._runs[rec.id] = _Run(task, exchange)
+        task.add_done_callback(lambda _: self._reap(rec.id, handle))
+
+    def _reap(self, task_id: str, handle: Task | None) -> None:
+        """A run cancelled before its first step never ran its own ending: record it here."""
+        run = self._runs.pop(task_id, None)
+        if run is None:
+            return
+        if handle is not None:
+            handle.discard()
+        if run.reason == "gone":
+            return
+        if run.reason == "cancel":
+            fields = {"status": "cancelled", "message": "Cancelled at the client's request"}
+        else:
+            fields = _failed(_STOPPED)
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing can be recorded
+            asyncio.get_running_loop().create_task(self._finish(task_id, fields))
+
+    async def _run(
+        self,
+        rec: TaskRecord,
+        ctx: Context,
+        exchange: Exchange,
+        tool: Tool | None,
+        handle: Task | None,
+    ) -> None:
+        fields: dict[str, Any] | None
+        submit = self._d.services.submit
+        try:
+            try:
+                if tool is None:
+                    raise InvalidParams(f"Unknown tool: {rec.tool!r}", {"name": rec.tool})
+                if handle is None:
+                    try:
+                        result = await invoke(tool, rec.arguments, ctx, submit)
+                    except Deferred as deferred:
+                        if not isinstance(deferred, Task):
+                            raise
+                        handle = deferred
+                        result = await shaped(tool, handle, submit)
+                else:
+                    result = await shaped(tool, handle, submit)
+                result.setdefault("resultType", "complete")  # as tools/call would say
+                fields = {"status": "completed", "result": result, "message": None}
+            except InputRequired as ir:
+                fields = self._asking(ir, ctx)
+            except JsonRpcError as exc:
+                fields = _failed(exc.to_error())
+            except asyncio.CancelledError:
+                fields = await self._stopped(rec.id, handle)
+            except Exception:
+                log.exception("task %s of tool %r failed", rec.id[:8], rec.tool)
+                fields = _failed(
+                    {
+                        "code": INTERNAL_ERROR,
+                        "message": f"Internal error while running tool {rec.tool!r}",
+                    }
+                )
+        finally:
+            if exchange.open:
+                exchange.move(Phase.ANSWERED)
+        try:
+            if fields is not None:
+                await self._finish(rec.id, fields)
+        except Exception:
+            log.exception("could not record the end of task %s", rec.id[:8])
+        finally:
+            self._runs.pop(rec.id, None)
+
+    async def _stopped(self, task_id: str, handle: Task | None) -> dict[str, Any] | None:
+        run = self._runs.get(task_id)
+        reason = run.reason if run is not None else None
+        if reason == "cancel":
+            if handle is not None and handle.on_cancel is not None:
+                try:
+                    res = handle.on_cancel()
+                    if inspect.isawaitable(res):
+                        await res
+                except Exception:
+                    log.exception("on_cancel of task %s raised", task_id[:8])
+            return {"status": "cancelled", "message": "Cancelled at the client's request"}
+        if reason == "gone":
+            return None  # expired, or finished elsewhere: nothing to record
+        return _failed(_STOPPED)
+
+    def _asking(self, ir: InputRequired, ctx: Context) -> dict[str, Any]:
+        """The fields of a task that now waits for ``ir``'s requests (or of a failed one)."""
+        try:
+            requests = select_requests(ir, ctx.client_capabilities)
+        except MissingCapabilityError as exc:
+            return _failed(exc.to_error())
+        if ir.state is not None:
+            try:
+                msgspec.json.encode(ir.state)
+            except (TypeError, msgspec.EncodeError) as exc:
+                return _failed(
+                    {"code": INTERNAL_ERROR, "message": f"Internal error: state is not JSON: {exc}"}
+                )
+        return {
+            "status": "input_required",
+            "requests": {k: r.to_json() for k, r in requests.items()},
+            "state": ir.state,
+        }
+
+    async def _finish(self, task_id: str, fields: dict[str, Any]) -> None:
+        now = now_ms()
+        worker = self.worker
+        max_rounds = self.max_rounds
+
+        def change(cur: TaskRecord) -> TaskRecord | None:
+            if cur.status != "working" or cur.worker != worker:
+                return None
+            new = dict(fields)
+            if new["status"] == "input_required":
+                asked = {k: v for k, v in new["requests"].items() if k not in cur.answers}
+                if not asked:
+                    new = _failed(
+                        {
+                            "code": INTERNAL_ERROR,
+                            "message": f"Internal error: tool {cur.tool!r} asked again for "
+                            "input it was given",
+                        }
+                    )
+                elif cur.rounds >= max_rounds:
+                    new = _failed(
+                        {
+                            "code": INTERNAL_ERROR,
+                            "message": f"Internal error: tool {cur.tool!r} kept asking for "
+                            f"input after {max_rounds} rounds",
+                        }
+                    )
+                else:
+                    new["requests"] = asked
+                    new["asked"] = [*cur.asked, *asked]
+                    new["message"] = "Waiting for input: " + ", ".join(asked)
+            return msgspec.structs.replace(
+                cur, **new, worker=None, lease=None, cancel=False, updated=now
+            )
+
+        after = await self.store.update(task_id, change)
+        if after is not None and after.updated == now and after.status != "working":
+            self._notify(after)
+
+    # --- tasks/get, tasks/update, tasks/cancel ------------------------------------------------
+
+    def _require(self, ctx: Context) -> None:
+        if not accepts_tasks(ctx.client_capabilities):
+            raise MissingCapabilityError(
+                required_extension(),
+                f"Missing required client capability: {ctx.method} needs the "
+                f"{TASKS_EXTENSION} extension in the request's client capabilities",
+            )
+
+    @staticmethod
+    def _task_id(params: dict[str, Any], method: str) -> str:
+        task_id = params.get("taskId")
+        if type(task_id) is not str or not task_id:
+            raise InvalidParams(f"Invalid params: {method} needs a string 'taskId'")
+        return task_id
+
+    async def _visible(self, ctx: Context, task_id: str, verb: str) -> TaskRecord:
+        """The task if this caller may see it; -32602 otherwise (unknown, foreign, expired)."""
+        await self.ready()
+        rec = await self.store.get(task_id)
+        if rec is None or not hmac.compare_digest(rec.owner, owner_key(ctx.principal)):
+            raise InvalidParams(f"Failed to {verb} task: Task not found")
+        now = now_ms()
+        if rec.expired(now):
+            raise InvalidParams(f"Failed to {verb} task: Task has expired")
+        return await self._alive(rec, now)
+
+    async def _alive(self, rec: TaskRecord, now: int) -> TaskRecord:
+        """``rec``, failed first if it is working under a lease that lapsed (its process died)."""
+        if rec.status != "working" or rec.lease is None or rec.lease >= now or rec.id in self._runs:
+            return rec
+        dead = rec.worker
+
+        def change(cur: TaskRecord) -> TaskRecord | None:
+            if cur.status != "working" or cur.worker != dead or cur.lease is None:
+                return None
+            if cur.lease >= now:
+                return None
+            err = {
+                "code": INTERNAL_ERROR,
+                "message": "Internal error: the server process running this task stopped "
+                "before it finished (its lease lapsed)",
+            }
+            return msgspec.structs.replace(
+                cur, **_failed(err), worker=None, lease=None, cancel=False, updated=now
+            )
+
+        after = await self.store.update(rec.id, change)
+        if after is None:
+            return rec
+        if after.updated == now and after.status == "failed":
+            log.warning("task %s failed: its process %s stopped", rec.id[:8], dead)
+            self._notify(after)
+        return after
+
+    async def get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """``tasks/get``: the ``DetailedTask``."""
+        self._require(ctx)
+        rec = await self._visible(ctx, self._task_id(params, ctx.method), "retrieve")
+        return task_json(rec, detailed=True)
+
+    async def update(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """``tasks/update``: deliver answers; once none is outstanding, run the tool again."""
+        self._require(ctx)
+        task_id = self._task_id(params, ctx.method)
+        responses = params.get("inputResponses", {})
+        if type(responses) is not dict:
+            raise InvalidParams("Invalid params: inputResponses must be an object")
+        rec = await self._visible(ctx, task_id, "update")
+        if rec.status != "input_required":
+            return {}
+        given = {k: v for k, v in responses.items() if k in rec.requests}
+        for key, value in given.items():
+            req = rec.requests[key]
+            method, req_params = req.get("method"), req.get("params") or {}
+            check_response(key, method, value)
+            problems = content_problems(InputRequest(method, req_params), value)
+            if problems:
+                raise JsonRpcError(
+                    INVALID_PARAMS,
+                    f"Invalid params: inputResponses[{key!r}] does not match the requested "
+                    "schema: " + "; ".join(problems),
+                    {"inputKey": key, "problems": problems},
+                )
+        if not given:
+            return {}
+        now = now_ms()
+        worker = self.worker
+        until = now + self._lease_ms()
+        claimed = [False]
+
+        def change(cur: TaskRecord) -> TaskRecord | None:
+            claimed[0] = False
+            if cur.status != "input_required":
+                return None
+            got = {k: v for k, v in given.items() if k in cur.requests}
+            if not got:
+                return None
+            left = {k: v for k, v in cur.requests.items() if k not in got}
+            if left:
+                return msgspec.structs.replace(
+                    cur, answers={**cur.answers, **got}, requests=left, updated=now
+                )
+            claimed[0] = True
+            return msgspec.structs.replace(
+                cur,
+                answers={**cur.answers, **got},
+                requests={},
+                status="working",
+                message=None,
+                worker=worker,
+                lease=until,
+                rounds=cur.rounds + 1,
+                updated=now,
+            )
+
+        after = await self.store.update(task_id, change)
+        if after is not None and after.updated == now:
+            self._notify(after)
+            if claimed[0]:
+                tool = self._d._server._tools.get(after.tool)
+                self._start(after, ctx.principal, tool, None)
+        return {}
+
+    async def cancel(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
+        """``tasks/cancel``: ack; a waiting task is cancelled now, a working one is signalled
+        (here at once, in another process when it next renews its lease)."""
+        self._require(ctx)
+        task_id = self._task_id(params, ctx.method)
+        rec = await self._visible(ctx, task_id, "cancel")
+        if rec.terminal:
+            return {}
+        now = now_ms()
+
+        def change(cur: TaskRecord) -> TaskRecord | None:
+            if cur.terminal:
+                return None
+            if cur.status == "working" and cur.worker is not None:
+                return None if cur.cancel else msgspec.structs.replace(cur, cancel=True)
+            return msgspec.structs.replace(
+                cur,
+                status="cancelled",
+                message="Cancelled at the client's request",
+                requests={},
+                worker=None,
+                lease=None,
+                updated=now,
+            )
+
+        after = await self.store.update(task_id, change)
+        if after is not None and after.status == "cancelled" and after.updated == now:
+            self._notify(after)
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.stop("cancel")
+        return {}
+
+    # --- progress as statusMessage --------------------------------------------------------
+
+    def _progress(self, task_id: str, params: dict[str, Any]) -> None:
+        progress, total = params.get("progress"), params.get("total")
+        message = params.get("message")
+        count = f"{progress:g}" + (f"/{total:g}" if isinstance(total, (int, float)) else "")
+        self._messages[task_id] = f"{message} ({count})" if message else count
+        if task_id not in self._writing:
+            self._writing.add(task_id)
+            asyncio.get_running_loop().create_task(self._write_messages(task_id))
+
+    async def _write_messages(self, task_id: str) -> None:
+        worker = self.worker
+        try:
+            while (text := self._messages.pop(task_id, None)) is not None:
+                now = now_ms()
+
+                def change(cur: TaskRecord, text: str = text, now: int = now) -> TaskRecord | None:
+                    if cur.status != "working" or cur.worker != worker or cur.message == text:
+                        return None
+                    return msgspec.structs.replace(cur, message=text, updated=now)
+
+                after = await self.store.update(task_id, change)
+                if after is not None and after.updated == now:
+                    self._notify(after)
+        except Exception:
+            log.warning("could not record the progress of task %s", task_id[:8], exc_info=True)
+        finally:
+            self._writing.discard(task_id)
+
+    # --- notifications/tasks --------------------------------------------------------------
+
+    async def listen_ids(self, ctx: Context, requested: Any) -> list[str]:
+        """The ``taskIds`` of a ``subscriptions/listen`` this caller may watch (-32021 without
+        the extension, -32602 for a malformed list; unknown and foreign ids are left out)."""
+        if not isinstance(requested, list) or not all(isinstance(i, str) for i in requested):
+            raise InvalidParams("Invalid params: notifications.taskIds must be an array of strings")
+        self._require(ctx)
+        if len(requested) > MAX_TASK_IDS:
+            raise InvalidParams(f"Invalid params: at most {MAX_TASK_IDS} taskIds per listen")
+        await self.ready()
+        wanted = list(dict.fromkeys(requested))
+        found = await self.store.get_many(wanted)
+        owner = owner_key(ctx.principal)
+        now = now_ms()
+        return [
+            i
+            for i in wanted
+            if i in found
+            and hmac.compare_digest(found[i].owner, owner)
+            and not found[i].expired(now)
+        ]
+
+    async def announce(self, sub: Listen) -> None:
+        """Send a new listen the current state of each task it watches."""
+        found = await self.store.get_many(sub.task_ids)
+        now = now_ms()
+        for task_id in sub.task_ids:
+            rec = found.get(task_id)
+            if rec is not None and not rec.expired(now):
+                rec = await self._alive(rec, now)
+                self._d.subscriptions.send_task(sub, task_json(rec, detailed=True))
+                self._sent[rec.id] = (rec.status, rec.updated, rec.message)
+
+    def _notify(self, rec: TaskRecord) -> None:
+        """Tell every listen watching ``rec`` (in this process) its new state, once."""
+        d = self._d
+        if not d.has_subscriptions():
+            return
+        mark = (rec.status, rec.updated, rec.message)
+        if self._sent.get(rec.id) == mark:
+            return
+        params = task_json(rec, detailed=True)
+        subs = d.subscriptions
+        watched = [False]
+
+        def deliver(peer: Any) -> None:
+            if subs.task_changed(peer, rec.id, params):
+                watched[0] = True
+
+        d._server._engine.on_loops(deliver)
+        if watched[0]:
+            self._sent[rec.id] = mark
+
+    def _watched(self) -> set[str]:
+        d = self._d
+        if not d.has_subscriptions():
+            return set()
+        ids: set[str] = set()
+        for peer in list(d._server._engine.peers):
+            for sub in list(d.subscriptions.listens(peer).values()):
+                ids.update(sub.task_ids)
+        return ids
+
+    # --- background -----------------------------------------------------------------------
+
+    async def _keep(self) -> None:
+        """Renew the leases of the tasks this process runs; stop those cancelled or gone."""
+        while True:
+            await asyncio.sleep(max(0.05, self.store.lease / 3))
+            ids = list(self._runs)
+            if not ids:
+                continue
+            try:
+                stop = await self.store.renew(self.worker, ids, now_ms() + self._lease_ms())
+            except Exception as exc:
+                log.warning("could not renew task leases: %s: %s", type(exc).__name__, exc)
+                continue
+            for task_id, why in stop.items():
+                run = self._runs.get(task_id)
+                if run is not None:
+                    run.stop(why)
+
+    async def _sweep(self) -> None:
+        """Purge expired tasks."""
+        while True:
+            await asyncio.sleep(self.sweep_every)
+            try:
+                await self.store.purge(now_ms())
+            except Exception as exc:
+                log.warning("could not purge expired tasks: %s: %s", type(exc).__name__, exc)
+
+    async def _watch(self) -> None:
+        """Notify listens of changes other processes made to the tasks they watch."""
+        while True:
+            await asyncio.sleep(self.watch_every)
+            try:
+                ids = self._watched()
+                for gone in set(self._sent) - ids:
+                    del self._sent[gone]
+                if not ids or not self.store.shared:
+                    continue
+                found = await self.store.get_many(ids)
+                now = now_ms()
+                for rec in found.values():
+                    self._notify(await self._alive(rec, now))
+            except Exception as exc:
+                log.warning("could not poll watched tasks: %s: %s", type(exc).__name__, exc)
+
+
+_STOPPED = {
+    "code": INTERNAL_ERROR,
+    "message": "Internal error: the server stopped before the task finished",
+}
+
+
+def _failed(error: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "status": "failed",
+        "error": error,
+        "message": str(error.get("message", "failed")),
+        "requests": {},
+        "result": None,
+    }
+
+
+__all__ = [
+    "accepts_tasks",
+    "iso",
+    "LEASE_ENV",
+    "MAX_TASK_IDS",
+    "new_task_id",
+    "owner_key",
+    "resolve_store",
+    "shaped",
+    "STORE_ENV",
+    "Task",
+    "task_json",
+    "TaskManager",
+]
