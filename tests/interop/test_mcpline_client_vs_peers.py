@@ -58,7 +58,7 @@ def test_official_sdk_server(era: str) -> None:
 
             tools = await c.list_tools()
             assert [t["name"] for t in tools] == ["add", "fail", "greet"]
-            assert c.tool_is_idempotent("add") and not c.tool_is_idempotent("fail")
+            assert c._tool_is_idempotent("add") and not c._tool_is_idempotent("fail")
 
             r = await c.call_tool("add", {"a": 2, "b": 3})
             assert r["structuredContent"] == {"result": 5} and r["isError"] is False

@@ -230,7 +230,8 @@ def test_listen_flood_over_a_socket_that_is_never_read(
         time.sleep(0.05)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(str(path))
-    listen = {"notifications": {"toolsListChanged": True}}
+    notifications = {"toolsListChanged": True, "resourceSubscriptions": ["flood://data"]}
+    listen = {"notifications": notifications}
     sock.sendall(
         request("L", "subscriptions/listen", listen) + request(1, "tools/call", {"name": "flood"})
     )
@@ -254,7 +255,8 @@ def test_listen_flood_over_a_socket_that_is_never_read(
     replies = {m["id"]: m for m in seen if "method" not in m}
     assert replies[1]["result"]["content"][0]["text"] == "flooding"
     assert replies["L"]["result"]["resultType"] == "complete"
-    notes = [m for m in seen if m.get("method") == "notifications/tools/list_changed"]
+    kinds = ("notifications/tools/list_changed", "notifications/resources/updated")
+    notes = [m for m in seen if m.get("method") in kinds]
     assert notes and size(notes) <= MIB + KERNEL
     valid(seen, {"L": "subscriptions/listen", 1: "tools/call", 2: "tools/call"}, wirecheck.MODERN)
 

@@ -690,7 +690,7 @@ class Client:
             if isinstance(t, dict) and isinstance(t.get("name"), str)
         }
 
-    def tool_is_idempotent(self, name: str) -> bool:
+    def _tool_is_idempotent(self, name: str) -> bool:
         hints = self._tool_hints.get(name) or {}
         return hints.get("readOnlyHint") is True or hints.get("idempotentHint") is True
 
@@ -744,7 +744,7 @@ class Client:
         if arguments is not None:
             params["arguments"] = arguments
         if idempotent is None:
-            idempotent = self.tool_is_idempotent(name)
+            idempotent = self._tool_is_idempotent(name)
         send = (TOOLS_CALL, params, timeout, max_timeout, on_progress, idempotent)
         try:
             result = await self._send(*send)
