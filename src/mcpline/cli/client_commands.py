@@ -1,14 +1,14 @@
 """Client subcommands: ``call``, ``tools``, ``discover``, ``resources``, ``read``, ``prompts``,
-``get`` and ``listen``.
+``get``, ``complete`` and ``listen``; their options are declared here, the work done in
+`invoke` (what the server may answer with questions) and here (lists, discover, listen).
 
 The server is ``-- SERVER_CMD [ARGS...]``, ``--server unix:PATH|tcp:HOST:PORT|URL`` (an
 ``http(s)://`` endpoint, with ``--header 'K: V'`` options) or ``--config FILE --name NAME``
-(the ``mcpServers`` format MCP hosts use: ``command`` entries, or ``url`` ones with
-``headers``; ``${VAR}`` and ``${VAR:-default}`` are expanded in every value). Output is JSON, or
-tables when stdout is a terminal (``--json`` forces JSON); on a terminal every piece of
-server text goes through `for_terminal` (JSON through `json_for_terminal`). Exit codes: 0
-success, 1 a tool result with ``isError: true``, 2 a protocol or transport failure (one line
-on stderr).
+(the ``mcpServers`` format MCP hosts use; see `config`). Output is JSON, or tables when
+stdout is a terminal (``--json`` forces JSON); on a terminal every piece of server text goes
+through `for_terminal` (JSON through `json_for_terminal`). Server log messages are shown on
+stderr (``--log-level``, ``-q``). Exit codes: 0 success, 1 a tool result with ``isError:
+true``, 2 a protocol, transport or usage failure (one line on stderr), 130 after Ctrl-C.
 """
 
 from __future__ import annotations
@@ -17,48 +17,123 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..spec import LIST_CHANGED, PROMPTS_LIST, RESOURCE_UPDATED, RESOURCES_LIST, TOOLS_LIST
-from .connect import make_client
-from .options import EXIT_OK, EXIT_TOOL_ERROR, UsageError, add_command, common
-from .output import ProgressBar, emit_json, human_call, note, say, table, wants_json
-from .runner import Operation, main_for
+from ..spec import (
+    DISCOVER,
+    LIST_CHANGED,
+    LISTEN,
+    METHOD_NOT_FOUND,
+    PROMPTS_LIST,
+    RESOURCE_UPDATED,
+    RESOURCES_LIST,
+    RESOURCES_TEMPLATES_LIST,
+    TOOLS_LIST,
+)
+from . import invoke
+from .answers import INPUT_HELP, input_options
+from .connect import offers, offers_none
+from .options import EXIT_OK, add_command, common
+from .output import emit_json, note, say, table, wants_json
+
+if TYPE_CHECKING:
+    from .runner import Operation, Run
+
+KEY_VALUE_HELP = """\
+arguments:
+  KEY=VALUE words are typed by the tool's inputSchema: integer, number, boolean
+  (true/false), null, object (JSON); an array by repetition (tag=a tag=b) or as one JSON
+  array; a string otherwise. They apply over --args. A value that does not fit is exit 2."""
 
 
 def _add(
-    sub: Any, name: str, help_text: str, usage_args: str, op: Operation
+    sub: Any,
+    name: str,
+    help_text: str,
+    usage_args: str,
+    op: Operation,
+    epilog: str | None = None,
 ) -> argparse.ArgumentParser:
-    return add_command(sub, name, help_text, usage_args, lambda args: main_for(args, op))
+    """A subcommand whose work is ``op``, run by `main_for`."""
+
+    def run(args: argparse.Namespace) -> int:
+        from .runner import main_for
+
+        return main_for(args, op)
+
+    return add_command(sub, name, help_text, usage_args, run, epilog)
 
 
 def register(sub: Any) -> None:
-    p = _add(sub, "call", "call a tool and print its CallToolResult", "NAME [--args JSON] ", _call)
+    p = _add(
+        sub,
+        "call",
+        "call a tool and print its CallToolResult",
+        "NAME [KEY=VALUE ...] [--args JSON] ",
+        invoke.call,
+        f"{KEY_VALUE_HELP}\n\n{INPUT_HELP}",
+    )
     p.add_argument("tool", metavar="NAME", help="the tool to call")
+    p.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="an argument (see below)")
     p.add_argument(
         "--args", default="{}", metavar="JSON", help="the arguments, a JSON object (default {})"
     )
+    input_options(p)
     common(p)
-    p = _add(sub, "tools", "list the server's tools (tools/list, all pages)", "", _tools)
+    p = _add(sub, "tools", "list the server's tools (tools/list, all pages)", "", tools)
     common(p)
-    p = _add(sub, "discover", "print the era, version, server info and capabilities", "", _discover)
+    p = _add(sub, "discover", "print the era, version, server info and capabilities", "", discover)
     common(p)
     p = _add(
-        sub, "resources", "list the server's resources (resources/list, all pages)", "", _resources
+        sub,
+        "resources",
+        "list the server's resources and resource templates (all pages)",
+        "",
+        resources,
     )
     common(p)
-    p = _add(sub, "read", "read a resource (resources/read)", "URI ", _read)
+    p = _add(sub, "read", "read a resource (resources/read)", "URI ", invoke.read, INPUT_HELP)
     p.add_argument("uri", metavar="URI")
+    input_options(p)
     common(p)
-    p = _add(sub, "prompts", "list the server's prompts (prompts/list, all pages)", "", _prompts)
+    p = _add(sub, "prompts", "list the server's prompts (prompts/list, all pages)", "", prompts)
     common(p)
-    p = _add(sub, "get", "get a prompt (prompts/get)", "NAME [--args JSON] ", _get)
+    p = _add(
+        sub,
+        "get",
+        "get a prompt (prompts/get)",
+        "NAME [KEY=VALUE ...] [--args JSON] ",
+        invoke.get,
+        INPUT_HELP,
+    )
     p.add_argument("prompt", metavar="NAME")
+    p.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="an argument (a string)")
     p.add_argument(
         "--args",
         default="{}",
         metavar="JSON",
         help="the prompt arguments, a JSON object of strings",
+    )
+    input_options(p)
+    common(p)
+    p = _add(
+        sub,
+        "complete",
+        "suggest values for a prompt argument or a resource template variable "
+        "(completion/complete)",
+        "(prompt NAME ARG | resource TEMPLATE VAR) [VALUE] [--context NAME=VALUE ...] ",
+        invoke.complete,
+    )
+    p.add_argument("kind", choices=("prompt", "resource"), help="what to complete for")
+    p.add_argument("ref", metavar="NAME|TEMPLATE", help="the prompt's name or the URI template")
+    p.add_argument("argument", metavar="ARG|VAR", help="the argument or variable to complete")
+    p.add_argument("value", nargs="?", default="", help="what is typed so far (default empty)")
+    p.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an argument or variable already chosen (repeatable)",
     )
     common(p)
     p = _add(
@@ -66,7 +141,7 @@ def register(sub: Any) -> None:
         "listen",
         "print list-changed/updated notifications as JSON lines until interrupted",
         "",
-        _listen,
+        listen,
     )
     p.add_argument(
         "--resource",
@@ -78,55 +153,12 @@ def register(sub: Any) -> None:
     common(p)
 
 
-def _json_arg(text: str, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--args is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise UsageError(f"--args must be a JSON object ({what})")
-    return value
-
-
-# --- operations ------------------------------------------------------------------------------
-
-
-def _offers(description: Any, capability: str) -> bool:
-    """Whether the server declared ``capability``; true when its capabilities are unknown
-    (a modern server that refused ``server/discover``), where only asking can tell."""
-    return "capabilities" not in description.raw or capability in description.capabilities
-
-
-def _offers_none(capability: str) -> str:
-    return f"this server offers no {capability} (it declared no {capability} capability)"
-
-
-async def _require(client: Any, capability: str) -> None:
-    """Refuse (exit 2) before sending a request the server never declared it serves."""
-    if not _offers(await client.discover(), capability):
-        raise UsageError(_offers_none(capability))
-
-
-async def _call(args: argparse.Namespace) -> int:
-    arguments = _json_arg(args.args, "the tool arguments")
-    bar = ProgressBar(args.tool)
-    async with make_client(args) as client:
-        await _require(client, "tools")
-        try:
-            result = await client.call_tool(
-                args.tool, arguments, on_progress=bar if bar.enabled else None
-            )
-        finally:
-            bar.done()
-    if wants_json(args):
-        emit_json(result)
-    else:
-        human_call(result)
-    return EXIT_TOOL_ERROR if result.get("isError") is True else EXIT_OK
+# --- lists and discover ----------------------------------------------------------------------
 
 
 async def _list(
     args: argparse.Namespace,
+    run: Run,
     method: str,
     key: str,
     headers: Sequence[str],
@@ -137,13 +169,16 @@ async def _list(
     A server that never declared the capability (``key``) is not asked: the answer is an
     empty list (JSON, with a notice on stderr) or the notice alone (terminal).
     """
-    async with make_client(args) as client:
-        if not _offers(await client.discover(), key):
+    from .connect import make_client
+
+    run.doing(method)
+    async with make_client(args, run) as client:
+        if not offers(await client.discover(), key):
             if wants_json(args):
                 emit_json({key: []})
-                note(f"mcpline {args.command}: {_offers_none(key)}")
+                note(f"mcpline {args.command}: {offers_none(key)}")
             else:
-                say(_offers_none(key))
+                say(offers_none(key))
             return EXIT_OK
         result = await client.list_all(method, key)
     if wants_json(args):
@@ -153,9 +188,9 @@ async def _list(
     return EXIT_OK
 
 
-async def _tools(args: argparse.Namespace) -> int:
+async def tools(args: argparse.Namespace, run: Run) -> int:
     return await _list(
-        args, TOOLS_LIST, "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
+        args, run, TOOLS_LIST, "tools", ["Tool", "Parameters", "Description", "Hints"], _tool_row
     )
 
 
@@ -175,8 +210,11 @@ def _tool_row(t: dict[str, Any]) -> list[str]:
     ]
 
 
-async def _discover(args: argparse.Namespace) -> int:
-    async with make_client(args) as client:
+async def discover(args: argparse.Namespace, run: Run) -> int:
+    from .connect import make_client
+
+    run.doing(DISCOVER)
+    async with make_client(args, run) as client:
         description = await client.discover()
     info = description.to_dict()
     if wants_json(args):
@@ -196,37 +234,49 @@ async def _discover(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _resources(args: argparse.Namespace) -> int:
-    return await _list(
-        args,
-        RESOURCES_LIST,
-        "resources",
-        ["URI", "Name", "MIME type"],
-        lambda r: [r.get("uri", "?"), r.get("name", ""), r.get("mimeType", "")],
-    )
+async def resources(args: argparse.Namespace, run: Run) -> int:
+    """Resources and resource templates: one JSON object with both lists, or one table
+    whose Kind column tells them apart."""
+    from ..client import ServerError
+    from .connect import make_client
 
-
-async def _read(args: argparse.Namespace) -> int:
-    async with make_client(args) as client:
-        await _require(client, "resources")
-        result = await client.read_resource(args.uri)
-    if wants_json(args):
-        emit_json(result)
-    else:
-        for c in result.get("contents", []):
-            if "text" in c:
-                say(c["text"])
+    run.doing(RESOURCES_LIST)
+    async with make_client(args, run) as client:
+        if not offers(await client.discover(), "resources"):
+            if wants_json(args):
+                emit_json({"resources": [], "resourceTemplates": []})
+                note(f"mcpline {args.command}: {offers_none('resources')}")
             else:
-                say(
-                    f"[{c.get('mimeType', 'binary')} blob, {len(c.get('blob', ''))} "
-                    f"base64 chars] {c.get('uri', '')}"
-                )
+                say(offers_none("resources"))
+            return EXIT_OK
+        result = await client.list_all(RESOURCES_LIST, "resources")
+        run.doing(RESOURCES_TEMPLATES_LIST)
+        try:
+            found = await client.list_all(RESOURCES_TEMPLATES_LIST, "resourceTemplates")
+            templates = found["resourceTemplates"]
+        except ServerError as exc:
+            if exc.code != METHOD_NOT_FOUND:
+                raise
+            templates = []  # a server with resources but no templates/list
+    if wants_json(args):
+        emit_json({**result, "resourceTemplates": templates})
+        return EXIT_OK
+    rows = [
+        [r.get("uri", "?"), "resource", r.get("name", ""), r.get("mimeType", "")]
+        for r in result["resources"]
+    ]
+    rows += [
+        [t.get("uriTemplate", "?"), "template", t.get("name", ""), t.get("mimeType", "")]
+        for t in templates
+    ]
+    table(["URI or URI template", "Kind", "Name", "MIME type"], rows)
     return EXIT_OK
 
 
-async def _prompts(args: argparse.Namespace) -> int:
+async def prompts(args: argparse.Namespace, run: Run) -> int:
     return await _list(
         args,
+        run,
         PROMPTS_LIST,
         "prompts",
         ["Prompt", "Arguments", "Description"],
@@ -238,20 +288,7 @@ async def _prompts(args: argparse.Namespace) -> int:
     )
 
 
-async def _get(args: argparse.Namespace) -> int:
-    arguments = _json_arg(args.args, "the prompt arguments")
-    async with make_client(args) as client:
-        await _require(client, "prompts")
-        result = await client.get_prompt(args.prompt, arguments)
-    if wants_json(args):
-        emit_json(result)
-    else:
-        for m in result.get("messages", []):
-            content = m.get("content") or {}
-            text = content.get("text") if isinstance(content, dict) else None
-            say(f"{m.get('role', '?')}: {text if text is not None else json.dumps(content)}")
-    return EXIT_OK
-
+# --- listen ----------------------------------------------------------------------------------
 
 _LEGACY_NOTIFICATIONS = {
     **{flag: notification for flag, notification in LIST_CHANGED.values()},
@@ -271,8 +308,11 @@ def _legacy_listen_notice(params: dict[str, Any]) -> str:
     return f"legacy server: listening for {', '.join(methods)}"
 
 
-async def _listen(args: argparse.Namespace) -> int:
-    async with make_client(args) as client:
+async def listen(args: argparse.Namespace, run: Run) -> int:
+    from .connect import make_client
+
+    async with make_client(args, run) as client:
+        run.doing(LISTEN)
         listener = client.listen(resource_uris=args.resource)
         async with listener:
             async for item in listener:
@@ -284,3 +324,6 @@ async def _listen(args: argparse.Namespace) -> int:
                     say(f"{item.method} {json.dumps(item.params, ensure_ascii=False)}")
                     sys.stdout.flush()
     return EXIT_OK
+
+
+__all__ = ["discover", "listen", "prompts", "register", "resources", "tools"]

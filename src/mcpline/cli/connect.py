@@ -4,7 +4,7 @@ and the one-shot options (``--timeout`` as a deadline, ``--era``, ``--verbose``)
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._version import version
 from .config import load_config, parse_headers
@@ -13,6 +13,27 @@ from .output import note
 
 if TYPE_CHECKING:
     from ..client import Client, Transport
+    from .answers import Answers
+    from .runner import Run
+
+
+def offers(description: Any, capability: str) -> bool:
+    """Whether the server declared ``capability``; true when its capabilities are unknown
+    (a modern server that refused ``server/discover``), where only asking can tell."""
+    return "capabilities" not in description.raw or capability in description.capabilities
+
+
+def offers_none(capability: str) -> str:
+    return f"this server offers no {capability} (it declared no {capability} capability)"
+
+
+async def require(client: Client, capability: str) -> Any:
+    """The server's description; exit 2 (`UsageError`) before sending a request the server
+    never declared it serves."""
+    description = await client.discover()
+    if not offers(description, capability):
+        raise UsageError(offers_none(capability))
+    return description
 
 
 def _http_transport(url: str, headers: dict[str, str]) -> Transport:
@@ -27,9 +48,10 @@ def _http_transport(url: str, headers: dict[str, str]) -> Transport:
         raise UsageError(str(exc)) from None
 
 
-def make_client(args: argparse.Namespace) -> Client:
+def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = None) -> Client:
     """The client for the server the command line names, with the one-shot options: the
-    deadline is ``--timeout`` (server start and era probe included), shutdown graces 1 s."""
+    deadline is ``--timeout`` (server start and era probe included; kept by ``run`` when it
+    may prompt), shutdown graces 1 s; ``answers`` answers the server's input requests."""
     from ..client import SocketServer, StdioServer
 
     chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
@@ -63,7 +85,7 @@ def make_client(args: argparse.Namespace) -> Client:
             entry = load_config(args.config, args.name)
             if entry.url is not None:
                 transport = _http_transport(entry.url, {**entry.headers, **headers})
-                return _client(args, transport)
+                return _client(args, run, answers, transport)
             if headers:
                 raise UsageError("--header needs an http(s) server")
             assert entry.command is not None
@@ -79,21 +101,27 @@ def make_client(args: argparse.Namespace) -> Client:
             close_grace=1.0,
             term_grace=1.0,
         )
-    return _client(args, transport)
+    return _client(args, run, answers, transport)
 
 
-def _client(args: argparse.Namespace, transport: Transport) -> Client:
+def _client(
+    args: argparse.Namespace, run: Run, answers: Answers | None, transport: Transport
+) -> Client:
     from ..client import Client
 
+    own_deadline = args.command == "listen" or run.deadline is not None
     return Client(
         transport,
         timeout=args.timeout,
         max_timeout=max(600.0, args.timeout),
-        deadline=None if args.command == "listen" else args.timeout,
+        deadline=None if own_deadline else args.timeout,
         probe_timeout=min(5.0, args.timeout / 2),
         era=args.era,
         client_info={"name": "mcpline-cli", "version": version()},
-        trace=_trace if args.verbose else None,
+        trace=run.trace,
+        log_level=run.log_level,
+        on_log=run.on_log,
+        **(answers.options() if answers is not None else {}),
     )
 
 
@@ -105,12 +133,4 @@ def _ignore(line: str) -> None:
     pass
 
 
-def _trace(direction: str, line: bytes) -> None:
-    arrow = "→" if direction == "send" else "←"
-    text = line.decode("utf-8", "replace")
-    if len(text) > 4000:
-        text = text[:4000] + f"… [{len(line)} bytes]"
-    note(f"{arrow} {text}")
-
-
-__all__ = ["make_client"]
+__all__ = ["make_client", "offers", "offers_none", "require"]

@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..spec import LOG_LEVELS
+
 EXIT_OK = 0
 EXIT_TOOL_ERROR = 1
 EXIT_FAILURE = 2
@@ -33,6 +35,11 @@ class DashDashParser(argparse.ArgumentParser):
             items, tail = items[:i], items[i + 1 :]
         ns, extras = super().parse_known_args(items, namespace)
         ns.server_cmd = tail
+        if isinstance(getattr(ns, "pairs", None), list):
+            # KEY=VALUE words after an option: argparse leaves them over; they are arguments.
+            words = [e for e in extras if "=" in e and not e.startswith("-")]
+            ns.pairs += words
+            extras = [e for e in extras if e not in words]
         return ns, extras
 
 
@@ -68,14 +75,25 @@ def common(p: argparse.ArgumentParser) -> None:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="deadline for the command's requests, server start and era probe included "
-        "(default 60)",
+        help="deadline for the command's requests, server start and era probe included, "
+        "time spent answering the server's questions on the terminal not (default 60)",
     )
     o.add_argument(
         "--era",
         choices=("auto", "modern", "legacy"),
         default="auto",
         help="skip era detection (default auto)",
+    )
+    logs = o.add_mutually_exclusive_group()
+    logs.add_argument(
+        "-q", "--quiet", action="store_true", help="do not show the server's log messages"
+    )
+    logs.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help="show the server's log messages (on stderr) at LEVEL and above: "
+        f"{', '.join(LOG_LEVELS)} (default info)",
     )
 
 
@@ -85,6 +103,7 @@ def add_command(
     help_text: str,
     usage_args: str,
     run: Callable[[argparse.Namespace], int],
+    epilog: str | None = None,
 ) -> argparse.ArgumentParser:
     """A client subcommand whose handler is ``run(args)``."""
     p = sub.add_parser(
@@ -92,6 +111,8 @@ def add_command(
         help=help_text,
         description=help_text,
         usage=f"mcpline {name} {usage_args}[options] {SERVER_USAGE}",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.__class__ = DashDashParser
     p.set_defaults(func=run, server_cmd=[])

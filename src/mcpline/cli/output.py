@@ -19,8 +19,20 @@ def one_line(text: str) -> str:
     return " ".join(text.split())[:2000]
 
 
+_STATUS: list[ProgressBar] = []
+"""The progress bar drawn on stderr's last line, if any (cleared before anything else is
+written there; it is drawn again at the next progress notification)."""
+
+
+def clear_status() -> None:
+    """Wipe the progress bar, if one is shown, so that a line can be written on stderr."""
+    while _STATUS:
+        _STATUS.pop().done()
+
+
 def note(text: str) -> None:
     """One line of diagnostics on stderr (server text made safe for a terminal)."""
+    clear_status()
     print(for_terminal(text), file=sys.stderr, flush=True)
 
 
@@ -107,15 +119,22 @@ class ProgressBar:
         sys.stderr.write("\r\x1b[2K" + text[:200])
         sys.stderr.flush()
         self.shown = True
+        if self not in _STATUS:
+            _STATUS.append(self)
 
     def done(self) -> None:
+        """Wipe the bar."""
         if self.shown:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
+            self.shown = False
+        if self in _STATUS:
+            _STATUS.remove(self)
 
 
 __all__ = [
     "ProgressBar",
+    "clear_status",
     "emit_json",
     "human_call",
     "note",
