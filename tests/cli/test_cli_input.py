@@ -348,3 +348,33 @@ def test_help_documents_the_input_format() -> None:
     assert '{"elicitation": [ANSWER, ...], "sampling": [REPLY, ...], "roots": [PATH, ...]}' in (
         proc.stdout
     )
+
+
+# --- the deadline on a terminal --------------------------------------------------------------
+
+
+@pty_only
+def test_time_spent_answering_is_not_counted_against_the_timeout() -> None:
+    with PtySession(["call", "two_forms", "--timeout", "2", *INPUT_SERVER]) as term:
+        term.expect("[c]ancel: ")
+        time.sleep(2.5)  # longer than --timeout, at a prompt
+        term.send("")
+        term.expect("a (string, required): ")
+        term.send("slow")
+        term.expect("[c]ancel: ")
+        term.send("")
+        term.expect("b (string, required): ")
+        term.send("user")
+        code, shown, out = term.finish()
+    assert code == 0, shown
+    assert text_of(out) == "slow+user"
+
+
+@pty_only
+def test_the_deadline_still_holds_on_a_terminal() -> None:
+    t0 = time.monotonic()
+    with PtySession(["call", "nap", "--timeout", "1", *INPUT_SERVER]) as term:
+        code, shown, out = term.finish()
+    assert code == 2 and out == "", shown
+    assert "mcpline call: tools/call nap timed out: the deadline of 1s passed" in shown
+    assert time.monotonic() - t0 < 10

@@ -189,7 +189,7 @@ class Answers:
             from .tty import Terminal
 
             self.terminal = Terminal()
-            run.mid_line = lambda: self.terminal is not None and self.terminal.waiting
+            run.mid_line = lambda: self.terminal is not None and self.terminal.mid_line
 
     @property
     def interactive(self) -> bool:

@@ -138,11 +138,15 @@ def convert(text: str, kind: str) -> Any:
 
 
 def _expects(types: Sequence[str]) -> str:
-    article = {"integer": "an integer", "object": "a JSON object", "array": "a JSON array"}
-    names = [article.get(t, f"a {t}" if t != "null" else "null") for t in types]
-    if "boolean" in types:
-        names[types.index("boolean")] = "a boolean (true or false)"
-    return " or ".join(names)
+    names = {
+        "integer": "an integer",
+        "object": "a JSON object",
+        "array": "a JSON array",
+        "boolean": "a boolean (true or false)",
+        "null": "null",
+    }
+    ordered = [t for t in types if t != "null"] + [t for t in types if t == "null"]
+    return " or ".join(names.get(t, f"a {t}") for t in ordered)
 
 
 def typed(key: str, text: str, schema: Any, *, item: bool = False) -> Any:

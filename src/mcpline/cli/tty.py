@@ -30,8 +30,9 @@ class Terminal:
         self._eof = False
         self.lock = asyncio.Lock()
         """Held while one request is being asked (the server may ask several at once)."""
-        self.waiting = False
-        """True while a prompt waits for its answer (the cursor is after the prompt)."""
+        self.mid_line = False
+        """True while the cursor is after a prompt: no answer ended its line (a prompt
+        abandoned by Ctrl-C leaves it so)."""
 
     def write(self, text: str) -> None:
         """Text on stderr, as given: callers pass server text through `for_terminal`."""
@@ -42,13 +43,11 @@ class Terminal:
     async def ask(self, prompt: str) -> str | None:
         """``prompt`` (already safe to show), then the line typed; None at end of input."""
         self.write(prompt)
-        self.waiting = True
-        try:
-            line = await self._line()
-        finally:
-            self.waiting = False
+        self.mid_line = True
+        line = await self._line()
         if line is None:
             self.write("\n")
+        self.mid_line = False
         return line
 
     async def _line(self) -> str | None:
