@@ -38,7 +38,8 @@ answers to the server's questions:
   "content": {...}}, the content alone ({"name": "Ada"}), or "accept", "decline" or
   "cancel" ("accept" finishes a URL elicitation). A REPLY is the reply's text, a whole
   CreateMessageResult, or {"action": "decline"} to refuse. A root is a path or a file://
-  URI. Without a terminal or --input, a question ends the command (exit 2)."""
+  URI (--root wins over these). Without a terminal or --input, a question ends the
+  command (exit 2)."""
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
@@ -178,9 +179,8 @@ class Answers:
         self.command = args.command
         self.script = Script.load(args.input) if args.input else None
         roots = self.script.roots if self.script is not None else None
-        if roots is None:
-            paths = args.root or ["."]
-            roots = [as_root(p, "--root") for p in paths]
+        if args.root or roots is None:
+            roots = [as_root(p, "--root") for p in args.root or ["."]]
         self.roots = roots
         self.terminal: Terminal | None = None
         self.era: str | None = None
@@ -255,9 +255,10 @@ class Answers:
             self._fail(exc)
 
     def _cannot(self, what: str) -> NoReturn:
+        why = "stdin" if not sys.stdin.isatty() else "stderr (where questions are asked)"
         self._fail(
             UsageError(
-                f"the server asked for {what}, but stdin is not a terminal: give the answers "
+                f"the server asked for {what}, but {why} is not a terminal: give the answers "
                 f"with --input FILE (the format is in mcpline {self.command} --help)"
             )
         )

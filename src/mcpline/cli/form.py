@@ -35,7 +35,8 @@ class Field:
     schema: dict[str, Any]
     required: bool
     kind: str
-    """string, integer, number, boolean, choice (one of options) or choices (several)."""
+    """string, integer, number, boolean, choice (one of options), choices (several), list
+    (free strings, comma-separated) or json (any other type: read as JSON, else as text)."""
     options: list[tuple[str, str]] = field(default_factory=list)
     """(value, label) of each choice."""
 
@@ -61,6 +62,10 @@ class Field:
             parts.append(f"choose any of 1-{len(self.options)}, separated by commas")
         elif self.kind == "boolean":
             parts.append("yes/no")
+        elif self.kind == "list":
+            parts.append("texts separated by commas")
+        elif self.kind == "json":
+            parts.append("JSON")
         else:
             fmt = s.get("format")
             parts.append(f"text, {fmt}" if self.kind == "string" and fmt else self.kind)
@@ -106,6 +111,13 @@ class Field:
             return self._choose(text)
         if self.kind == "choices":
             return [self._choose(part) for part in re.split(r"\s*,\s*", text) if part]
+        if self.kind == "list":
+            return [part for part in re.split(r"\s*,\s*", text) if part]
+        if self.kind == "json":
+            try:
+                return json.loads(text)
+            except ValueError:
+                return text
         return text
 
     def _choose(self, text: str) -> str:
@@ -169,13 +181,15 @@ def fields(requested: Any) -> list[Field]:
         if kind == "array":
             items = schema.get("items")
             options = options_of(items) if isinstance(items, dict) else None
-            kind = "choices" if options else "string"
+            kind = "choices" if options else "list"
         else:
             options = options_of(schema)
             if options:
                 kind = "choice"
-        if kind not in ("string", "integer", "number", "boolean", "choice", "choices"):
+        if kind is None:
             kind = "string"
+        elif kind not in ("string", "integer", "number", "boolean", "choice", "choices", "list"):
+            kind = "json"
         out.append(Field(str(key), schema, key in needed, str(kind), options or []))
     return out
 

@@ -97,7 +97,10 @@ def human_call(result: dict[str, Any]) -> None:
 
 
 class ProgressBar:
-    """Progress notifications on stderr: a bar on a terminal, nothing otherwise."""
+    """Progress notifications on stderr: a bar on a terminal, nothing otherwise (nor while
+    the user is being asked something: ``held``)."""
+
+    held = False
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -105,7 +108,7 @@ class ProgressBar:
         self.shown = False
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        if not self.enabled:
+        if not self.enabled or ProgressBar.held:
             return
         width = 30
         if total:

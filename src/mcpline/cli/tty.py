@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .output import clear_status
+from .output import ProgressBar, clear_status
 
 T = TypeVar("T")
 
@@ -43,8 +43,11 @@ class Terminal:
     async def ask(self, prompt: str) -> str | None:
         """``prompt`` (already safe to show), then the line typed; None at end of input."""
         self.write(prompt)
-        self.mid_line = True
-        line = await self._line()
+        self.mid_line = ProgressBar.held = True
+        try:
+            line = await self._line()
+        finally:
+            ProgressBar.held = False
         if line is None:
             self.write("\n")
         self.mid_line = False
