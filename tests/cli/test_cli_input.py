@@ -225,6 +225,31 @@ def test_a_refused_sampling_request(era: str) -> None:
         assert "refused the server's sampling request" in shown
 
 
+@pty_only
+@pytest.mark.parametrize("era", ERAS)
+def test_server_text_in_questions_and_logs_is_shown_literally(era: str) -> None:
+    from .test_cli_safety import assert_terminal_safe
+
+    escaped = r"clip\x1b]52;c;ZXZpbA==\x07 wipe\x1b[2K\x0dGONE bidi\u202eRTL [red]x[/red]"
+    with PtySession(["call", "hostile", "--era", era, *INPUT_SERVER]) as term:
+        term.expect(f"[warning] {escaped}: {escaped}\n")
+        term.expect(f"The server asks: {escaped}\n")
+        term.send("")
+        label = escaped.replace(r"\x0d", " ")  # a label is folded to one line first
+        term.expect(f"{label} [f] (string, optional): ")
+        term.send("ok")
+        term.expect(f"system: {escaped}\n")
+        term.expect(f"user: {escaped}\n")
+        term.expect("> ")
+        term.send("fine")
+        term.expect("> ")
+        term.send("")
+        code, shown, out = term.finish()
+    assert code == 0, shown
+    assert text_of(out) == "accept fine"
+    assert_terminal_safe(shown)
+
+
 # --- roots -----------------------------------------------------------------------------------
 
 

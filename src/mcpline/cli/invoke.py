@@ -73,9 +73,13 @@ async def call(args: argparse.Namespace, run: Run) -> int:
         answers.era = (await require(client, "tools")).era
         if args.pairs:
             run.doing(TOOLS_LIST)
-            listed = {t.get("name"): t for t in await client.list_tools() if isinstance(t, dict)}
+            listed = {
+                t["name"]: t
+                for t in await client.list_tools()
+                if isinstance(t, dict) and isinstance(t.get("name"), str)
+            }
             if args.tool not in listed:
-                raise UsageError(unknown("tool", args.tool, [str(n) for n in listed]))
+                raise UsageError(unknown("tool", args.tool, list(listed)))
             schema = listed[args.tool].get("inputSchema")
             arguments = tool_arguments(arguments, args.pairs, schema, args.tool)
         run.doing(TOOLS_CALL, args.tool)
