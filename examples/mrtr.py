@@ -1,7 +1,8 @@
 """Ask the client for input in the middle of a tool call (MRTR), over stdio.
 
 Start it as ``python examples/mrtr.py`` (or ``mcpline run examples/mrtr.py``) from a client that
-answers elicitations; with mcpline's client (``mcpline call`` cannot answer them)::
+answers elicitations: ``mcpline call greet -- python examples/mrtr.py`` asks on the terminal
+(``--input`` gives the answers on a pipe); with mcpline's client in Python::
 
     def on_elicit(params: dict) -> dict:  # params: message, requestedSchema
         return {"action": "accept", "content": {"name": "Ada"}}

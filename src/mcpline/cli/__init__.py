@@ -7,6 +7,9 @@ import argparse
 import importlib
 import sys
 
+from .._version import version
+from .suggest import did_you_mean
+
 SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check")
 
 
@@ -15,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mcpline",
         description="Model Context Protocol 2026-07-28 over stdio, Unix sockets and TCP.",
     )
+    parser.add_argument("--version", action="version", version=f"mcpline {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
@@ -27,9 +31,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """An unknown subcommand is a usage error with the closest names (exit 2)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or argv.index(first) != 0:
+        return  # an option first (--help, --version): argparse handles it
+    commands = [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
+    if first not in commands:
+        hint = did_you_mean(first, commands) or f" (commands: {', '.join(commands)})"
+        parser.error(f"unknown command {first!r}{hint}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    return int(args.func(args) or 0)
+    items = sys.argv[1:] if argv is None else argv
+    try:
+        parser = build_parser()
+        _check_command(parser, items)
+        args = parser.parse_args(items)
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:  # Ctrl-C before a command handles it (while importing, say)
+        command = next((a for a in items if not a.startswith("-")), "")
+        print(f"cancelled: mcpline {command}".rstrip(), file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
