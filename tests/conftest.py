@@ -1,4 +1,5 @@
-"""Shared fixtures: real server processes whose every stdout line is schema-checked."""
+"""Shared fixtures: real server processes whose every stdout line is schema-checked, and a real
+redis-server (provisioned by `tests.redis_server`) for the notification bus tests."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from .proc import EXAMPLES, ServerProcess, python_server
+from .redis_server import RedisServer, running_redis
 
 
 @pytest.fixture
@@ -32,3 +34,10 @@ def spawn() -> Iterator[Callable[..., ServerProcess]]:
 @pytest.fixture
 def quickstart(spawn: Callable[..., ServerProcess]) -> ServerProcess:
     return spawn(EXAMPLES / "quickstart.py")
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server of its own on a free loopback port; the test fails if none can be had."""
+    with running_redis() as server:
+        yield server

@@ -202,7 +202,9 @@ def serve_workers(
 ) -> None:
     """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket;
     each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
-    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise)."""
+    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise). Each worker takes
+    its bus and nonce ledger from ``$MCPLINE_BUS_URL`` where the file gives none
+    (`mcpline.server.bus_url`); without a bus one warning line says what is not shared."""
     from ...cli.run import load_server
     from ..stdio import configure_logging
 
@@ -213,6 +215,7 @@ def serve_workers(
         )
     configure_logging()
     server = load_server(target)  # fail here, once, rather than in every worker
+    _warn_unshared(server, workers)
     _uvicorn()
     from uvicorn.supervisors import Multiprocess
 
@@ -237,6 +240,30 @@ def serve_workers(
     Multiprocess(config, sockets=[sock]).run()
 
 
+def _warn_unshared(server: Server, workers: int) -> None:
+    """One warning line when the workers would not share changes or used states."""
+    from ...server.bus_url import BUS_ENV, attach_from_env, missing
+
+    attach_from_env(server)  # as each worker will (`worker_app`)
+    gaps = missing(server)
+    if not gaps:
+        return
+    shared, lacks = [], []
+    if "bus" in gaps:
+        shared.append("no bus")
+        lacks.append("a subscriptions/listen stream hears only the changes made on its own worker")
+    if "ledger" in gaps:
+        shared.append("no nonce ledger")
+        lacks.append("a requestState can be used once on each worker")
+    print(
+        f"mcpline run: warning: the {workers} workers share {' and '.join(shared)}: "
+        f"{' and '.join(lacks)}; give --bus redis://HOST:PORT/DB (or ${BUS_ENV}), "
+        "see docs/scale-out.md",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def worker_app() -> HttpApp:
     """The app of one worker process: the server file imported again (uvicorn factory)."""
     from ...cli.run import load_server
@@ -247,6 +274,9 @@ def worker_app() -> HttpApp:
     options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
     path = options.pop("path", "/mcp")
     server: Server = load_server(target)
+    from ...server.bus_url import attach_from_env
+
+    attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
     app = server.http_app(path, **options)
     app.on_startup.append(end_streams_on_signals)
     return app
