@@ -28,3 +28,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/client.py
 	$(BIN)/python bench/scaling.py
+	$(BIN)/python bench/http.py
