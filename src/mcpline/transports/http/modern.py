@@ -157,6 +157,7 @@ async def serve(
 
     # Most requests are answered within WATCH_AFTER: they never pay for a watcher task.
     watcher = respond.Watcher(receive, disconnected)
+    later: asyncio.TimerHandle | None = None
     app.open_post(peer)
     try:
         app.engine.start(exchange)
@@ -183,6 +184,8 @@ async def serve(
         await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
         await respond.stream(send, outbox, app.keepalive, gone, items)
     finally:
+        if later is not None:
+            later.cancel()  # also when the wait above was cancelled
         await watcher.stop()
         if exchange.open:
             exchange.cancel()
