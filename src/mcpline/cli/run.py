@@ -177,7 +177,7 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
 def bus_url(args: argparse.Namespace) -> str | None:
     """``--bus`` or ``$MCPLINE_BUS_URL``, checked, and put in the environment (where the
     workers of ``--workers N`` find it); SystemExit(2) on a bad one."""
-    from ..server.bus_url import BUS_ENV, check_url
+    from ..server.scale_out import BUS_ENV, check_url
 
     url = args.bus if args.bus is not None else os.environ.get(BUS_ENV)
     if not url:
@@ -195,7 +195,7 @@ def load_with_bus(target: str, url: str | None) -> Any:
     stderr when the file's own bus is kept)."""
     server = load_server(target)
     if url:
-        from ..server.bus_url import attach
+        from ..server.scale_out import attach
 
         if not attach(server, url).bus:
             print(

@@ -76,8 +76,8 @@ class Server:
     `mcpline.protocol.state`);
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
     ``bus`` carries list changes and resource updates to the other processes of this server
-    (see `mcpline.server.bus`); without one they reach this process's peers only. `use_bus`
-    and `use_nonce_ledger` set both after construction, before the server serves.
+    (see `mcpline.server.bus`); without one they reach this process's peers only
+    (`mcpline.server.scale_out` gives a server both after construction, before it serves).
     The options are kept in `options`.
     """
 
@@ -386,28 +386,16 @@ class Server:
 
         return register
 
-    # --- scale-out: the bus and the nonce ledger ------------------------------------------
+    # --- scale-out: the bus and the nonce ledger (public in mcpline.server.scale_out) ------
 
-    @property
-    def bus(self) -> NotificationBus | None:
-        """The notification bus (``Server(bus=...)`` or `use_bus`); None: in-process only."""
-        return self._bus
-
-    def use_bus(self, bus: NotificationBus | None) -> None:
-        """Give this server its bus after construction, as ``Server(bus=...)`` would (for
-        deployment settings such as ``mcpline run --bus URL``). Only before it serves:
-        `RuntimeError` while it does."""
+    def _set_bus(self, bus: NotificationBus | None) -> None:
+        """As ``Server(bus=...)``, after construction; `RuntimeError` while serving."""
         self._services.set_bus(bus)
         self._bus = bus
 
-    @property
-    def nonce_ledger(self) -> NonceLedger | None:
-        """Where used ``requestState`` nonces are recorded (None: states are reusable)."""
-        return self._sealer.ledger
-
-    def use_nonce_ledger(self, ledger: NonceLedger | None) -> None:
-        """Replace the ledger after construction, as ``Server(state_single_use=ledger)``
-        would (None: as ``False``). Only before it serves: `RuntimeError` while it does."""
+    def _set_nonce_ledger(self, ledger: NonceLedger | None) -> None:
+        """As ``Server(state_single_use=ledger)`` (None: ``False``); `RuntimeError` while
+        serving."""
         if self._services.serving:
             raise RuntimeError("a server's nonce ledger cannot change while it serves")
         self._sealer.ledger = ledger

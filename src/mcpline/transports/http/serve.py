@@ -204,7 +204,7 @@ def serve_workers(
     each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
     worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise). Each worker takes
     its bus and nonce ledger from ``$MCPLINE_BUS_URL`` where the file gives none
-    (`mcpline.server.bus_url`); without a bus one warning line says what is not shared."""
+    (`mcpline.server.scale_out`); without a bus one warning line says what is not shared."""
     from ...cli.run import load_server
     from ..stdio import configure_logging
 
@@ -242,7 +242,7 @@ def serve_workers(
 
 def _warn_unshared(server: Server, workers: int) -> None:
     """One warning line when the workers would not share changes or used states."""
-    from ...server.bus_url import BUS_ENV, attach_from_env, missing
+    from ...server.scale_out import BUS_ENV, attach_from_env, missing
 
     attach_from_env(server)  # as each worker will (`worker_app`)
     gaps = missing(server)
@@ -274,7 +274,7 @@ def worker_app() -> HttpApp:
     options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
     path = options.pop("path", "/mcp")
     server: Server = load_server(target)
-    from ...server.bus_url import attach_from_env
+    from ...server.scale_out import attach_from_env
 
     attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
     app = server.http_app(path, **options)

@@ -1,6 +1,6 @@
-"""A bus and a shared nonce ledger given after construction: `Server.use_bus`,
-`Server.use_nonce_ledger`, `mcpline.server.bus_url` (``--bus URL``, ``$MCPLINE_BUS_URL``), and
-``mcpline run FILE --bus URL`` over stdio against a real redis-server."""
+"""A bus and a shared nonce ledger given after construction (`mcpline.server.scale_out`: `use_bus`,
+`use_nonce_ledger`, `attach` for ``--bus URL``/``$MCPLINE_BUS_URL``), and ``mcpline run FILE
+--bus URL`` over stdio against a real redis-server."""
 
 from __future__ import annotations
 
@@ -14,8 +14,18 @@ import pytest
 from mcpline import Server
 from mcpline.protocol.state import MemoryNonceLedger
 from mcpline.server.bus import Change
-from mcpline.server.bus_url import BUS_ENV, attach, attach_from_env, check_url, missing
 from mcpline.server.redis_bus import RedisBus, RedisNonceLedger
+from mcpline.server.scale_out import (
+    BUS_ENV,
+    attach,
+    attach_from_env,
+    bus_of,
+    check_url,
+    ledger_of,
+    missing,
+    use_bus,
+    use_nonce_ledger,
+)
 
 from ..proc import FIXTURES, ServerProcess
 from ..redis_server import RedisServer
@@ -27,10 +37,10 @@ URL = "redis://127.0.0.1:6399/0"
 
 def test_use_bus_before_serving_is_as_the_constructor() -> None:
     server = Server("late")
-    assert server.bus is None
+    assert bus_of(server) is None
     bus = RecordingBus()
-    server.use_bus(bus)
-    assert server.bus is bus
+    use_bus(server, bus)
+    assert bus_of(server) is bus
     server.add_tool(lambda: "x", name="x", description="x")
     assert bus.published == [Change("list_changed", "tools")]
 
@@ -38,25 +48,25 @@ def test_use_bus_before_serving_is_as_the_constructor() -> None:
         async with server._services.running():
             assert bus.deliver is not None and bus.scope == "late"
             with pytest.raises(RuntimeError, match="while it serves"):
-                server.use_bus(None)
+                use_bus(server, None)
             with pytest.raises(RuntimeError, match="while it serves"):
-                server.use_nonce_ledger(None)
+                use_nonce_ledger(server, None)
         assert bus.closed == 1
 
     asyncio.run(main())
-    server.use_bus(None)  # stopped: may change again
-    assert server.bus is None
+    use_bus(server, None)  # stopped: may change again
+    assert bus_of(server) is None
 
 
 def test_use_nonce_ledger_replaces_the_default() -> None:
     server = Server("s")
-    assert isinstance(server.nonce_ledger, MemoryNonceLedger)
+    assert isinstance(ledger_of(server), MemoryNonceLedger)
     ledger = MemoryNonceLedger()
-    server.use_nonce_ledger(ledger)
-    assert server.nonce_ledger is ledger
-    server.use_nonce_ledger(None)
-    assert server.nonce_ledger is None
-    assert Server("t", state_single_use=False).nonce_ledger is None
+    use_nonce_ledger(server, ledger)
+    assert ledger_of(server) is ledger
+    use_nonce_ledger(server, None)
+    assert ledger_of(server) is None
+    assert ledger_of(Server("t", state_single_use=False)) is None
 
 
 def test_attach_gives_what_is_missing_and_keeps_what_the_file_set() -> None:
@@ -64,33 +74,33 @@ def test_attach_gives_what_is_missing_and_keeps_what_the_file_set() -> None:
     assert missing(plain) == ["bus", "ledger"]
     done = attach(plain, URL)
     assert done.bus and done.ledger
-    assert isinstance(plain.bus, RedisBus) and plain.bus.url == URL
-    assert isinstance(plain.nonce_ledger, RedisNonceLedger) and plain.nonce_ledger.url == URL
+    assert isinstance(bus_of(plain), RedisBus) and bus_of(plain).url == URL
+    assert isinstance(ledger_of(plain), RedisNonceLedger) and ledger_of(plain).url == URL
     assert missing(plain) == []
 
     own = RecordingBus()
     with_bus = Server("own", bus=own)
     done = attach(with_bus, URL)
-    assert not done.bus and done.ledger and with_bus.bus is own
+    assert not done.bus and done.ledger and bus_of(with_bus) is own
     assert missing(with_bus) == []
 
     ledger = RedisNonceLedger("redis://elsewhere:6379/1")
     with_ledger = Server("ledger", state_single_use=ledger)
     assert missing(with_ledger) == ["bus"]
     done = attach(with_ledger, URL)
-    assert done.bus and not done.ledger and with_ledger.nonce_ledger is ledger
+    assert done.bus and not done.ledger and ledger_of(with_ledger) is ledger
 
     reusable = Server("reusable", state_single_use=False)  # no ledger, by choice: kept
     assert missing(reusable) == ["bus"]
-    assert not attach(reusable, URL).ledger and reusable.nonce_ledger is None
+    assert not attach(reusable, URL).ledger and ledger_of(reusable) is None
 
 
 def test_attach_from_env() -> None:
     server = Server("env")
-    assert attach_from_env(server, {}) is None and server.bus is None
-    assert attach_from_env(server, {BUS_ENV: ""}) is None and server.bus is None
+    assert attach_from_env(server, {}) is None and bus_of(server) is None
+    assert attach_from_env(server, {BUS_ENV: ""}) is None and bus_of(server) is None
     done = attach_from_env(server, {BUS_ENV: URL})
-    assert done is not None and done.bus and isinstance(server.bus, RedisBus)
+    assert done is not None and done.bus and isinstance(bus_of(server), RedisBus)
 
 
 @pytest.mark.parametrize(
