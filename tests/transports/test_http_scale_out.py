@@ -257,6 +257,7 @@ def test_two_workers_share_changes_and_states_through_redis(redis_server: RedisS
                 "bus": "RedisBus",
                 "ledger": "RedisNonceLedger",
                 "connected": True,
+                "frozen": True,
             }, shared
             conn.close()
         listen = Listen(server, "on-a", a)
@@ -308,7 +309,7 @@ def test_two_replicas_share_changes_and_states_through_redis(redis_server: Redis
             conn = replica.connection()
             shared = tool(conn, "scale_out")
             assert shared["bus"] == "RedisBus" and shared["ledger"] == "RedisNonceLedger"
-            assert shared["connected"] is True
+            assert shared["connected"] is True and shared["frozen"] is True
             conn.close()
         listen = Listen(one, "on-one")
         pid_two = pid_of(conn := two.connection())
