@@ -1,4 +1,5 @@
-"""Shared fixtures: servers whose every stdout line is schema-checked.
+"""Shared fixtures: servers whose every stdout line is schema-checked, and a real redis-server
+(provisioned by `tests.redis_server`) for the notification bus tests.
 
 `spawn` starts a real server process (`tests.proc`) by default; a test, class or module
 marked ``@pytest.mark.driver("memory")`` gets the in-process driver (`tests.memory`) with the
@@ -18,6 +19,7 @@ from mcpline import _platform
 
 from .memory import memory_server
 from .proc import EXAMPLES, ServerProcess, python_server
+from .redis_server import RedisServer, running_redis
 
 PLATFORM_MARKS = {
     "posix_only": not _platform.WINDOWS,
@@ -86,3 +88,10 @@ def spawn(request: pytest.FixtureRequest) -> Iterator[Callable[..., ServerProces
 @pytest.fixture
 def quickstart(spawn: Callable[..., ServerProcess]) -> ServerProcess:
     return spawn(EXAMPLES / "quickstart.py")
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    """A redis-server of its own on a free loopback port; the test fails if none can be had."""
+    with running_redis() as server:
+        yield server

@@ -1,5 +1,5 @@
-"""``mcpline run FILE[:OBJECT] [--listen ADDRESS | --http HOST:PORT]``: serve a server defined
-in a Python file."""
+"""``mcpline run FILE[:OBJECT] [--listen ADDRESS | --http HOST:PORT] [--bus URL]``: serve a
+server defined in a Python file."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def register(sub: Any) -> None:
         metavar="ADDRESS",
         default="stdio",
         help="stdio (default), unix:/path/to.sock or tcp:HOST:PORT",
+    )
+    p.add_argument(
+        "--bus",
+        metavar="URL",
+        help="a Redis (redis://HOST:PORT/DB) that carries list changes and resource updates "
+        "between the processes of this server and records used requestStates, where the file "
+        "sets none (default: $MCPLINE_BUS_URL; see docs/scale-out.md; needs mcpline[redis])",
     )
     h = p.add_argument_group("Streamable HTTP (see docs/http.md; needs mcpline[http])")
     h.add_argument(
@@ -129,6 +136,39 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def bus_url(args: argparse.Namespace) -> str | None:
+    """``--bus`` or ``$MCPLINE_BUS_URL``, checked, and put in the environment (where the
+    workers of ``--workers N`` find it); SystemExit(2) on a bad one."""
+    from ..server.scale_out import BUS_ENV, check_url
+
+    url = args.bus if args.bus is not None else os.environ.get(BUS_ENV)
+    if not url:
+        return None
+    try:
+        check_url(url)
+    except (ValueError, ImportError) as exc:
+        _usage(str(exc))
+    os.environ[BUS_ENV] = url
+    return url
+
+
+def load_with_bus(target: str, url: str | None) -> Any:
+    """`load_server`, then the bus and ledger of ``url`` where the file set none (a note on
+    stderr when the file's own bus is kept)."""
+    server = load_server(target)
+    if url:
+        from ..server.scale_out import attach
+
+        if not attach(server, url).bus:
+            print(
+                "mcpline run: note: the server has its own bus, which it keeps (--bus serves "
+                "only as its nonce ledger, if it had a process-local one)",
+                file=sys.stderr,
+                flush=True,
+            )
+    return server
+
+
 def run_http(args: argparse.Namespace) -> int:
     from ..transports.http.serve import HttpError, parse_bind, serve, serve_workers
 
@@ -141,6 +181,7 @@ def run_http(args: argparse.Namespace) -> int:
     if workers < 1:
         _usage("--workers must be at least 1")
     options = http_options(args)
+    url = bus_url(args)
     # As on stdio, stdout carries nothing but what the server is for (here: nothing):
     # print() and banners of the file, imported next, land on stderr with the logs.
     sys.stdout.flush()
@@ -151,7 +192,7 @@ def run_http(args: argparse.Namespace) -> int:
         if workers > 1:
             serve_workers(args.target, host, port, workers, **options)
         else:
-            serve(load_server(args.target), host, port, **options)
+            serve(load_with_bus(args.target, url), host, port, **options)
     except HttpError as exc:
         print(f"mcpline run: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -164,12 +205,13 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None or args.allow_origin or args.allow_host:
         _usage("--workers, --allow-origin and --allow-host are for --http")
     options = socket_options(args)
+    url = bus_url(args)
     if args.listen == "stdio":
         # Claim stdout before user code is imported, so that import-time prints and
         # banners land on stderr instead of corrupting the protocol stream.
         from ..transports.stdio import claim_stdio
 
         claim_stdio()
-    server = load_server(args.target)
+    server = load_with_bus(args.target, url)
     server.run(args.listen, **options)
     return 0

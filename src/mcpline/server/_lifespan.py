@@ -55,6 +55,17 @@ class Services:
         """Awaited first when the server stops (the tasks manager registers itself here)."""
 
     @property
+    def serving(self) -> bool:
+        """Some transport is inside `running` now."""
+        return self._users > 0
+
+    def set_bus(self, bus: NotificationBus | None) -> None:
+        """Run ``bus`` from the next start on; `RuntimeError` while serving."""
+        if self._users:
+            raise RuntimeError("a server's bus cannot change while it serves")
+        self._bus = bus
+
+    @property
     def ready(self) -> bool:
         """The hook has been entered (or there is none) and did not fail."""
         return not self._failed and self._ready is not None and self._ready.is_set()

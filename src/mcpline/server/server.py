@@ -88,7 +88,8 @@ class Server:
     ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
     ``strict_arguments`` is every tool's default for ``strict`` (see `tool`).
     ``bus`` carries list changes and resource updates to the other processes of this server
-    (see `mcpline.server.bus`); without one they reach this process's peers only.
+    (see `mcpline.server.bus`); without one they reach this process's peers only
+    (`mcpline.server.scale_out` gives a server both after construction, before it serves).
     ``task_store`` keeps tasks (the tasks extension, see `mcpline.server.tasks`): a store,
     or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default ``$MCPLINE_TASK_STORE``, else
     memory); passing one also advertises the extension. A task lives ``task_ttl_ms`` (None:
@@ -182,6 +183,7 @@ class Server:
         sealer = StateSealer(state_key, scope=name, ttl=state_ttl, ledger=ledger)
         """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
         else random per process (states then die with the process)."""
+        self._sealer = sealer
         self._dispatch = Dispatcher(self, self.options, self._services, sealer, legacy=legacy)
         from .legacy import LegacyEra
 
@@ -435,6 +437,20 @@ class Server:
             return fn
 
         return register
+
+    # --- scale-out: the bus and the nonce ledger (public in mcpline.server.scale_out) ------
+
+    def _set_bus(self, bus: NotificationBus | None) -> None:
+        """As ``Server(bus=...)``, after construction; `RuntimeError` while serving."""
+        self._services.set_bus(bus)
+        self._bus = bus
+
+    def _set_nonce_ledger(self, ledger: NonceLedger | None) -> None:
+        """As ``Server(state_single_use=ledger)`` (None: ``False``); `RuntimeError` while
+        serving."""
+        if self._services.serving:
+            raise RuntimeError("a server's nonce ledger cannot change while it serves")
+        self._sealer.ledger = ledger
 
     # --- change notifications ------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import decimal
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -220,19 +221,24 @@ def is_modern_version(value: str | None) -> bool:
     return value is not None and value not in LEGACY_VERSIONS
 
 
-def media_types(header: str | None) -> list[str]:
+@functools.lru_cache(maxsize=256)  # clients repeat the same few Accept/Content-Type values
+def media_types(header: str | None) -> tuple[str, ...]:
     """The media types of an ``Accept`` or ``Content-Type`` value, lower case, no params."""
     if not header:
-        return []
-    return [part.split(";", 1)[0].strip().lower() for part in header.split(",") if part.strip()]
+        return ()
+    return tuple(
+        part.split(";", 1)[0].strip().lower() for part in header.split(",") if part.strip()
+    )
 
 
+@functools.lru_cache(maxsize=256)
 def accepts(header: str | None, wanted: str) -> bool:
     """Whether an ``Accept`` value admits ``wanted`` (``type/*`` and ``*/*`` count)."""
     major = wanted.split("/", 1)[0]
     return any(t in (wanted, f"{major}/*", "*/*") for t in media_types(header))
 
 
+@functools.lru_cache(maxsize=256)
 def is_json(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` value is ``application/json`` (any parameters)."""
     types = media_types(content_type)

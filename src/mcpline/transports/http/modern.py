@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.server")
 
+WATCH_AFTER = 0.05
+"""Seconds a request may run before a task watches for its client's disconnection (which
+cancels it): so a client that hangs up cancels a longer request within this much more."""
+
 
 class HttpBinding:
     """What one HTTP request says besides its body: its headers and its caller."""
@@ -151,27 +155,38 @@ async def serve(
         exchange.cancel()
         outbox.abort()
 
+    # Most requests are answered within WATCH_AFTER: they never pay for a watcher task.
+    watcher = respond.Watcher(receive, disconnected)
+    later: asyncio.TimerHandle | None = None
     app.open_post(peer)
     try:
         app.engine.start(exchange)
-        async with respond.watching(receive, disconnected):
+        if outbox.ready.is_set():
+            items: list[sse.Item] | None = outbox.take()
+        else:
+            later = peer.loop.call_later(WATCH_AFTER, watcher.start)
             items = await sse.next_items(outbox, None)
-            if gone.is_set() or items is None:
-                return
-            if outbox.aborted:
-                why = "Internal error: the response outgrew the server's max_outbound_bytes"
-                await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
-                return
-            if not items:  # ended unanswered: the server is shutting down
-                why = "Server shutting down: the request was not completed"
-                await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
-                return
-            if respond.replied(items):
-                await respond.reply(send, items[0][0], extra)
-                return
-            await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
-            await respond.stream(send, outbox, app.keepalive, gone, items)
+            later.cancel()
+        if gone.is_set() or items is None:
+            return
+        if outbox.aborted:
+            why = "Internal error: the response outgrew the server's max_outbound_bytes"
+            await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
+            return
+        if not items:  # ended unanswered: the server is shutting down
+            why = "Server shutting down: the request was not completed"
+            await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
+            return
+        if respond.replied(items):
+            await respond.reply(send, items[0][0], extra)
+            return
+        watcher.start()
+        await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
+        await respond.stream(send, outbox, app.keepalive, gone, items)
     finally:
+        if later is not None:
+            later.cancel()  # also when the wait above was cancelled
+        await watcher.stop()
         if exchange.open:
             exchange.cancel()
         await peer.close()
@@ -180,6 +195,7 @@ async def serve(
 
 __all__ = [
     "HttpBinding",
+    "WATCH_AFTER",
     "PostPeer",
     "run_hooks",
     "serve",

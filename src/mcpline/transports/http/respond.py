@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -40,30 +41,40 @@ class Disconnected(Exception):
     """The client went away before the body arrived whole."""
 
 
-async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
-    """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+async def _read_body(receive: Receive, limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    async def read() -> None:
-        nonlocal size
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Disconnected
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge
-            parts.append(chunk)
-            if not message.get("more_body", False):
-                return
 
-    try:
-        await asyncio.wait_for(read(), timeout)
-    except asyncio.TimeoutError:
-        raise BodyTimeout from None
-    return b"".join(parts)
+if sys.version_info >= (3, 11):
+
+    async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+        try:
+            async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
+                return await _read_body(receive, limit)
+        except TimeoutError:
+            raise BodyTimeout from None
+
+else:
+
+    async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+        try:
+            return await asyncio.wait_for(_read_body(receive, limit), timeout)
+        except asyncio.TimeoutError:
+            raise BodyTimeout from None
 
 
 async def watch(receive: Receive, gone: Callable[[], None]) -> None:
@@ -181,16 +192,56 @@ def replied(items: list[sse.Item]) -> bool:
     return bool(items) and items[0][1] is Kind.REPLY
 
 
-@contextlib.asynccontextmanager
-async def watching(receive: Receive, gone: Callable[[], None]) -> Any:
-    """While open: a task calls ``gone`` if the client disconnects."""
-    task = asyncio.ensure_future(watch(receive, gone))
-    try:
-        yield task
-    finally:
+class _Watching:
+    """`watching`, without a generator-based context manager (one per request adds up)."""
+
+    __slots__ = ("_gone", "_receive", "_task")
+
+    def __init__(self, receive: Receive, gone: Callable[[], None]) -> None:
+        self._receive = receive
+        self._gone = gone
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> asyncio.Task[None]:
+        self._task = asyncio.get_running_loop().create_task(watch(self._receive, self._gone))
+        return self._task
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        task = self._task
+        if task is None:
+            return
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+
+
+class Watcher:
+    """A `watch` task started on demand: `start` (idempotent; a loop callback too), then
+    `stop`. For responses that are usually over before a watcher would pay for itself."""
+
+    __slots__ = ("_gone", "_receive", "_task")
+
+    def __init__(self, receive: Receive, gone: Callable[[], None]) -> None:
+        self._receive = receive
+        self._gone = gone
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(watch(self._receive, self._gone))
+
+    async def stop(self) -> None:
+        task = self._task
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+def watching(receive: Receive, gone: Callable[[], None]) -> _Watching:
+    """While open (``async with``): a task calls ``gone`` if the client disconnects."""
+    return _Watching(receive, gone)
 
 
 __all__ = [
@@ -215,5 +266,6 @@ __all__ = [
     "start",
     "stream",
     "watch",
+    "Watcher",
     "watching",
 ]

@@ -20,6 +20,8 @@ TokenVerifier = Callable[[str], Any]
 """``verify_token(token) -> principal | None`` (or a coroutine function): None refuses."""
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+MEMO_ENTRIES = 256
+"""How many (Host, bound address) verdicts a `Gatekeeper` remembers."""
 
 
 def split_host(value: str) -> tuple[str, int | None]:
@@ -58,6 +60,9 @@ class Gatekeeper:
             else:
                 self.origins.add(origin.rstrip("/").lower())
         self.hosts = {canonical_host(h) for h in allowed_hosts}
+        self._host_verdicts: dict[tuple[str | None, tuple[str, int] | None], bool] = {}
+        """`host_allowed` answers by (Host, bound address): clients repeat one ``Host``, and
+        parsing it costs more than the rest of a small request's checks."""
 
     def origin_allowed(self, origin: str, bound: tuple[str, int] | None) -> bool:
         """Whether a request with this ``Origin`` may be served (the spec's 403 otherwise)."""
@@ -79,6 +84,16 @@ class Gatekeeper:
     def host_allowed(self, host: str | None, bound: tuple[str, int] | None) -> bool:
         """Whether the ``Host`` header fits. On a loopback bind it must be a loopback name or
         a listed host; elsewhere any host, unless hosts are listed."""
+        verdicts = self._host_verdicts
+        key = (host, bound)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            if len(verdicts) >= MEMO_ENTRIES:  # bounded: Host is the client's to choose
+                verdicts.clear()
+            verdict = verdicts[key] = self._host_allowed(host, bound)
+        return verdict
+
+    def _host_allowed(self, host: str | None, bound: tuple[str, int] | None) -> bool:
         loopback = bound is not None and is_loopback(bound[0])
         if not loopback and not self.hosts:
             return True

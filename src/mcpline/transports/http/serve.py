@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -152,6 +153,15 @@ def end_streams_on_signals(app: HttpApp) -> None:
         signal.signal(sig, handler)
 
 
+def freeze_heap(app: HttpApp) -> None:
+    """Keep what imports and registration built (it lives as long as the process) out of
+    the cyclic collector's scans, as stdio does: full collections while serving then look at
+    what requests allocate only (a full scan of the startup heap stalls every request for
+    tens of milliseconds). An `HttpApp.on_startup` hook of the processes mcpline launches,
+    not of an app mounted elsewhere (the heap is the host's)."""
+    gc.freeze()
+
+
 def serve(
     server: Server,
     host: str = "127.0.0.1",
@@ -169,7 +179,7 @@ def serve(
 
     configure_logging()
     app = server.http_app(path, **app_options)
-    app.on_startup.append(end_streams_on_signals)
+    app.on_startup += [end_streams_on_signals, freeze_heap]
     config = _config(app, server.options, app_options)
     sock = bind(host, port)
     url = _url(sock, app.path)
@@ -202,7 +212,9 @@ def serve_workers(
 ) -> None:
     """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket;
     each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
-    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise)."""
+    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise). Each worker takes
+    its bus and nonce ledger from ``$MCPLINE_BUS_URL`` where the file gives none
+    (`mcpline.server.scale_out`); without a bus one warning line says what is not shared."""
     from ...server.loading import load_server
     from ..stdio import configure_logging
 
@@ -213,6 +225,7 @@ def serve_workers(
         )
     configure_logging()
     server = load_server(target)  # fail here, once, rather than in every worker
+    _warn_unshared(server, workers)
     _uvicorn()
     from uvicorn.supervisors import Multiprocess
 
@@ -237,6 +250,30 @@ def serve_workers(
     Multiprocess(config, sockets=[sock]).run()
 
 
+def _warn_unshared(server: Server, workers: int) -> None:
+    """One warning line when the workers would not share changes or used states."""
+    from ...server.scale_out import BUS_ENV, attach_from_env, missing
+
+    attach_from_env(server)  # as each worker will (`worker_app`)
+    gaps = missing(server)
+    if not gaps:
+        return
+    shared, lacks = [], []
+    if "bus" in gaps:
+        shared.append("no bus")
+        lacks.append("a subscriptions/listen stream hears only the changes made on its own worker")
+    if "ledger" in gaps:
+        shared.append("no nonce ledger")
+        lacks.append("a requestState can be used once on each worker")
+    print(
+        f"mcpline run: warning: the {workers} workers share {' and '.join(shared)}: "
+        f"{' and '.join(lacks)}; give --bus redis://HOST:PORT/DB (or ${BUS_ENV}), "
+        "see docs/scale-out.md",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def worker_app() -> HttpApp:
     """The app of one worker process: the server file imported again (uvicorn factory)."""
     from ...server.loading import load_server
@@ -247,14 +284,18 @@ def worker_app() -> HttpApp:
     options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
     path = options.pop("path", "/mcp")
     server: Server = load_server(target)
+    from ...server.scale_out import attach_from_env
+
+    attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
     app = server.http_app(path, **options)
-    app.on_startup.append(end_streams_on_signals)
+    app.on_startup += [end_streams_on_signals, freeze_heap]
     return app
 
 
 __all__ = [
     "bind",
     "end_streams_on_signals",
+    "freeze_heap",
     "HttpError",
     "OPTIONS_ENV",
     "parse_bind",

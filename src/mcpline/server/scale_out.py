@@ -1,0 +1,152 @@
+"""A server run as several processes: its bus and shared nonce ledger, given after
+construction, from one URL for deployments (``mcpline run FILE --bus redis://HOST:PORT/DB`` or
+``$MCPLINE_BUS_URL``).
+
+`use_bus` and `use_nonce_ledger` do what ``Server(bus=...)`` and
+``Server(state_single_use=ledger)`` do, on a server that exists already (one imported from a
+file) and does not serve yet; `bus_of` and `ledger_of` say what it has.
+
+`attach` gives a server that lacks them a `RedisBus` (list changes and resource updates cross
+processes) and a `RedisNonceLedger` (a ``requestState`` opens once across processes) on that
+Redis, without editing the server's file. What the file configured itself wins: a server built
+with ``bus=...`` keeps its bus, one with its own ledger, or with ``state_single_use=False``,
+keeps that. Only a process-local `MemoryNonceLedger` (the default) is replaced. `missing` says
+what a server run as several processes still lacks. See docs/scale-out.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ..protocol.state import MemoryNonceLedger
+
+if TYPE_CHECKING:
+    from ..protocol.state import NonceLedger
+    from .bus import NotificationBus
+    from .server import Server
+
+BUS_ENV = "MCPLINE_BUS_URL"
+"""The environment variable ``mcpline run`` reads the bus URL from (``--bus`` sets it too)."""
+SCHEMES = ("redis", "rediss", "unix")
+
+
+@dataclass(frozen=True)
+class Attached:
+    """What `attach` gave the server."""
+
+    bus: bool
+    """The server had no bus and now has a `RedisBus`."""
+    ledger: bool
+    """Its process-local ledger was replaced by a `RedisNonceLedger`."""
+
+
+def bus_of(server: Server) -> NotificationBus | None:
+    """The server's notification bus; None: changes reach this process's peers only."""
+    return server._bus
+
+
+def use_bus(server: Server, bus: NotificationBus | None) -> None:
+    """Give ``server`` its bus after construction, as ``Server(bus=...)`` would. Only before it
+    serves: `RuntimeError` while it does."""
+    server._set_bus(bus)
+
+
+def ledger_of(server: Server) -> NonceLedger | None:
+    """Where the server records used ``requestState`` nonces (None: states are reusable)."""
+    return server._sealer.ledger
+
+
+def use_nonce_ledger(server: Server, ledger: NonceLedger | None) -> None:
+    """Replace the server's ledger, as ``Server(state_single_use=ledger)`` would (None: as
+    ``False``). Only before it serves: `RuntimeError` while it does."""
+    server._set_nonce_ledger(ledger)
+
+
+def check_url(url: str) -> str:
+    """``url`` if it names a Redis (``redis://``, ``rediss://``, ``unix://``) that redis-py
+    can parse; `ValueError` (one line, password masked) or `ImportError` (no redis-py)."""
+    from .redis_bus import _require_redis
+
+    if urlsplit(url).scheme not in SCHEMES:
+        raise ValueError(
+            f"bad bus URL {_shown(url)!r}: expected redis://HOST:PORT/DB, rediss://... "
+            "or unix:///PATH.sock"
+        )
+    _require_redis("a bus URL")
+    from redis.connection import parse_url
+
+    try:
+        parse_url(url)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise ValueError(f"bad bus URL {_shown(url)!r}: {exc}") from None
+    return url
+
+
+def _shown(url: str) -> str:
+    """``url`` with any password masked, even when it does not parse."""
+    from .redis_bus import redact
+
+    try:
+        return redact(url)
+    except ValueError:  # a bad port: mask all that stands before the host
+        scheme, sep, rest = url.partition("://")
+        host, slash, path = rest.partition("/")
+        return (
+            scheme
+            + sep
+            + ("***@" + host.rpartition("@")[2] if "@" in host else host)
+            + slash
+            + path
+        )
+
+
+def attach(server: Server, url: str) -> Attached:
+    """Give ``server`` a `RedisBus` and a `RedisNonceLedger` on ``url`` where it lacks them
+    (see the module docstring); before it serves. `ValueError`/`ImportError` as `check_url`."""
+    from .redis_bus import RedisBus, RedisNonceLedger
+
+    check_url(url)
+    bus = bus_of(server) is None
+    if bus:
+        use_bus(server, RedisBus(url))
+    ledger = isinstance(ledger_of(server), MemoryNonceLedger)
+    if ledger:
+        use_nonce_ledger(server, RedisNonceLedger(url))
+    return Attached(bus, ledger)
+
+
+def attach_from_env(server: Server, environ: Mapping[str, str] = os.environ) -> Attached | None:
+    """`attach` with ``$MCPLINE_BUS_URL``; None (and nothing done) when it is unset or empty."""
+    url = environ.get(BUS_ENV)
+    return attach(server, url) if url else None
+
+
+def missing(server: Server) -> list[str]:
+    """What ``server`` lacks to run as several processes: ``"bus"`` (listens hear only the
+    changes of their own process), ``"ledger"`` (a ``requestState`` can be used once in
+    each process)."""
+    gaps = []
+    if bus_of(server) is None:
+        gaps.append("bus")
+    if isinstance(ledger_of(server), MemoryNonceLedger):
+        gaps.append("ledger")
+    return gaps
+
+
+__all__ = [
+    "attach",
+    "attach_from_env",
+    "Attached",
+    "BUS_ENV",
+    "bus_of",
+    "check_url",
+    "ledger_of",
+    "missing",
+    "SCHEMES",
+    "use_bus",
+    "use_nonce_ledger",
+]
