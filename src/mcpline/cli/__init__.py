@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check")
+SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check", "bridge")
 
 
 def build_parser() -> argparse.ArgumentParser:
