@@ -152,13 +152,17 @@ def modern_result(
 
 
 def modern_error(exc: JsonRpcError, method: str, params: dict[str, Any]) -> JsonRpcError:
-    """A legacy server's error as a 2026-07-28 one: -32002 (resource not found) is -32602
-    with ``data.uri``."""
-    if exc.code == LEGACY_RESOURCE_NOT_FOUND and method == RESOURCES_READ:
-        data = exc.data if isinstance(exc.data, dict) else {}
-        uri = params.get("uri")
-        return JsonRpcError(INVALID_PARAMS, exc.message, {"uri": uri, **data})
-    return exc
+    """A legacy server's error as a 2026-07-28 one: a resource not found (-32002, or a -32602
+    saying "not found", as some legacy servers answer) is -32602 with ``data.uri``."""
+    if method != RESOURCES_READ:
+        return exc
+    missing = exc.code == LEGACY_RESOURCE_NOT_FOUND or (
+        exc.code == INVALID_PARAMS and "not found" in exc.message.lower()
+    )
+    if not missing:
+        return exc
+    data = exc.data if isinstance(exc.data, dict) else {}
+    return JsonRpcError(INVALID_PARAMS, exc.message, {"uri": params.get("uri"), **data})
 
 
 LEGACY_CAPABILITY_KEYS = ("experimental", "logging", "completions", "prompts", "resources", "tools")

@@ -112,6 +112,9 @@ def serve_http(
     except HttpError as exc:
         print(f"mcpline bridge: {exc}", file=sys.stderr, flush=True)
         return 2
+    except SystemExit:  # uvicorn's own exit when the lifespan startup failed
+        if backend.failure is None:
+            raise
     return 2 if backend.failure is not None else 0
 
 
