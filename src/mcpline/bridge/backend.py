@@ -17,8 +17,9 @@ legacy only             translated (`TranslateEra`)    own upstream per session
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,9 @@ from ..client.transports import Transport
 from ..errors import ClientError, InternalError
 from ..jsonrpc import Notification, Response
 from ..protocol.headers import HeaderParam
+from ..server.context import Context
 from ..server.engine import Engine
-from ..spec import TOOLS_LIST
+from ..spec import INITIALIZE, LISTEN, TOOLS_LIST
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .common import StaticHost
 from .forward import ForwardEra
@@ -48,16 +50,49 @@ LEGACY_MODES = ("sessions", "translate")
 
 
 class Delegate:
-    """An era that is one of the bridge's eras once the backend has started."""
+    """An era that is one of the bridge's eras once the backend has started.
 
-    def __init__(self, what: str) -> None:
+    Before that, with a ``ready`` coroutine, a request is taken at once and routed when the
+    backend is ready (a stdio host is answered as soon as the server is reached, and never
+    waits on its own pipe); the legacy era takes only ``initialize`` then.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        host: StaticHost,
+        *,
+        legacy: bool = False,
+        ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.what = what
+        self.host = host
+        self.legacy = legacy
+        self.ready = ready
         self.target: Era | None = None
 
     def route(self, exchange: Exchange) -> Routed | None:
-        if self.target is None:
+        if self.target is not None:
+            return self.target.route(exchange)
+        if self.ready is None:
             raise InternalError(f"Internal error: the bridge is not ready for {self.what}")
-        return self.target.route(exchange)
+        method = exchange.request.method
+        if self.legacy and method != INITIALIZE:
+            return None
+        ctx = Context(exchange, None, self.host)
+        return ctx, self._later(exchange), method == LISTEN
+
+    async def _later(self, exchange: Exchange) -> dict[str, Any]:
+        assert self.ready is not None
+        await self.ready()
+        assert self.target is not None
+        routed = self.target.route(exchange)
+        if routed is None:
+            raise InternalError(f"Internal error: {exchange.request.method} was not routed")
+        ctx, work, _long = routed
+        exchange.ctx = ctx
+        result: dict[str, Any] = await work
+        return result
 
     def on_notification(self, peer: Peer, note: Notification) -> bool:
         return self.target is not None and self.target.on_notification(peer, note)
@@ -118,8 +153,8 @@ class Backend:
         self.transport = transport
         self.client_info = client_info or bridge_info()
         self.host = StaticHost(info=bridge_info())
-        self.modern = Delegate("2026-07-28 requests")
-        self.legacy = Delegate("legacy sessions")
+        self.modern = Delegate("2026-07-28 requests", self.host, ready=self.ready)
+        self.legacy = Delegate("legacy sessions", self.host, legacy=True, ready=self.ready)
         self.engine = Engine(self.modern, [self.legacy])
         self.pool = Pool(self._open, self.options.pool, wait_timeout=self.options.wait_timeout)
         self.forward: ForwardEra | None = None
@@ -131,6 +166,7 @@ class Backend:
         self.failure: str | None = None
         """Why `start` failed, if it did."""
         self.started = False
+        self._starting: asyncio.Future[None] | None = None
 
     @property
     def label(self) -> str:
@@ -152,6 +188,22 @@ class Backend:
         if self.on_dead is not None:
             self.on_dead(peer)
 
+    async def ready(self) -> None:
+        """Start the backend unless it is started or starting; wait for it. A failure is
+        -32603 naming it (and the next call tries again)."""
+        if self.started:
+            return
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self.start())
+        try:
+            await asyncio.shield(self._starting)
+        except ClientError as exc:
+            if self.pool.first is None:
+                self._starting = None  # nothing was set up: the next request tries again
+            raise InternalError(
+                f"Internal error: the bridge cannot reach {self.label} ({exc})"
+            ) from None
+
     async def start(self) -> None:
         """Open the first upstream, choose the eras, then open the rest of the pool; raises
         `ClientError` when the server cannot be started or reached."""
@@ -160,6 +212,7 @@ class Backend:
         except ClientError as exc:
             self.failure = str(exc)
             raise
+        self.failure = None
         desc = first.description
         assert desc is not None
         if desc.server_info:
@@ -171,6 +224,7 @@ class Backend:
             if o.modern_pool is not None:
                 self.pool.resize(o.modern_pool)
             self.forward = ForwardEra(self.pool, self.host, attribute=o.attribute)
+            self.forward.engine = self.engine
             self.modern.target = self.forward
             if o.legacy == "translate":
                 self.watch = RemoteWatch(self.pool)

@@ -41,12 +41,13 @@ from ..spec import (
     TOOLS_CALL,
     TOOLS_LIST,
 )
+from ..wire import encode
 from .common import Holder, StaticHost, progress_relay, request_params, take_progress_token
 from .pool import Pool
 from .upstream import Upstream
 
 if TYPE_CHECKING:
-    from ..server.engine import Exchange, Peer, Routed
+    from ..server.engine import Engine, Exchange, Peer, Routed
 
 log = logging.getLogger("mcpline.bridge")
 
@@ -84,6 +85,8 @@ class ForwardEra:
         self.tool_params: dict[str, tuple[HeaderParam, ...]] = {}
         """``x-mcp-header`` parameters of every tool listed so far (shared by the pool)."""
         self.listens: set[_Listen] = set()
+        self.engine: Engine | None = None
+        """Where notifications go when they are not attributed (set by the backend)."""
         self._watches: set[asyncio.Future[None]] = set()
         pool.on_open.append(self._opened)
 
@@ -167,8 +170,15 @@ class ForwardEra:
     # --- forwarding ---------------------------------------------------------------------------
 
     def notice(self, up: Upstream, method: str, params: Any) -> None:
-        """What an upstream sends outside any request: a log message goes to the request that
-        holds the upstream (and asked for that level); the rest has nobody to go to."""
+        """What an upstream sends outside any request. Shared upstreams (``attribute``): a
+        log message goes to the request that holds the upstream (and asked for that level),
+        the rest has nobody to go to. Otherwise (one client, as on stdio): to every peer."""
+        if not self.attribute:
+            if self.engine is not None:
+                data = encode(notification(method, params))
+                for peer in list(self.engine.peers):
+                    peer.send(data, Kind.ADVISORY)
+            return
         holder = up.holder
         if method == MESSAGE and isinstance(holder, Holder) and holder.log(params):
             return

@@ -9,6 +9,7 @@ status: 0, or 2 when the bridged server could not be started or reached.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import sys
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..client.transports import StdioServer, Transport
-from ..errors import ClientError
+from ..errors import JsonRpcError
 from .backend import Backend, BackendOptions
 
 if TYPE_CHECKING:
@@ -119,25 +120,34 @@ def serve_http(
 
 
 def serve_stdio(backend: Backend, *, server_options: Mapping[str, Any] | None = None) -> int:
-    """Serve ``backend`` on this process's stdin/stdout until the client goes away."""
+    """Serve ``backend`` on this process's stdin/stdout until the client goes away; a
+    server that cannot be reached makes each request fail with -32603 saying why (and be
+    tried again)."""
     from ..transports.stdio import claim_stdio, configure_logging, run_loop, serve_fds
     from .http_front import BridgeServer
 
     configure_logging()
     in_fd, out_fd = claim_stdio()
 
-    async def main() -> int:
+    async def reach() -> None:
         try:
-            await backend.start()
-        except ClientError as exc:
-            print(f"mcpline bridge: cannot reach {backend.label}: {exc}", file=sys.stderr)
-            await backend.aclose()
-            return 2
+            await backend.ready()
+        except JsonRpcError as exc:
+            print(
+                f"mcpline bridge: {exc.message.removeprefix('Internal error: ')}", file=sys.stderr
+            )
+            return
         print(f"mcpline bridge: serving {backend.describe()} on stdio", file=sys.stderr)
+
+    async def main() -> int:
+        # Served at once: requests wait for the server to be reached (and the user, if
+        # OAuth wants a browser), so a host's first request is never left in our pipe.
         server = BridgeServer(backend, **dict(server_options or {}))
+        first = asyncio.ensure_future(reach())
         try:
             await serve_fds(server, in_fd, out_fd)
         finally:
+            first.cancel()
             await backend.aclose()
         return 0
 
