@@ -30,3 +30,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/client.py
 	$(BIN)/python bench/http_client.py
 	$(BIN)/python bench/scaling.py
+	$(BIN)/python bench/bridge.py

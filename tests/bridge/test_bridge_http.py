@@ -318,3 +318,22 @@ def test_an_unknown_tool_is_the_servers_own_error() -> None:
 
     with bridge_http(*SERVER) as (url, _):
         run(main(url))
+
+
+def test_legacy_clients_of_a_modern_only_server_are_translated_onto_the_pool() -> None:
+    """``--legacy translate``: no process per session; the bridge answers initialize from
+    server/discover and each legacy request goes to the pool as a stateless one."""
+    from .util import FIXTURES
+
+    async def main(url: str, proc: Any) -> None:
+        before = {p.pid for p in proc.descendants()}
+        async with Client.http(url, era="legacy") as c:
+            d = await c.discover()
+            assert d.era == "legacy" and d.server_info["name"] == "modern-only"
+            r = await c.call_tool("echo", {"text": "hi"})
+            assert r["content"][0]["text"] == "hi" and "resultType" not in r
+            assert {p.pid for p in proc.descendants()} == before
+
+    target = python_server(FIXTURES / "modern_only_server.py")
+    with bridge_http(*target, options=["--legacy", "translate"]) as (url, proc):
+        run(main(url, proc))

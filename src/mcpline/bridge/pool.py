@@ -95,8 +95,10 @@ class Pool:
         self.size = size
         self._slots = [_Slot() for _ in range(size)]
 
-    async def run(self) -> None:
-        """Prepare the first upstream (the `on_open` hooks), then keep every slot filled."""
+    async def run(self, *, wait_all: bool = True) -> None:
+        """Prepare the first upstream (the `on_open` hooks), then keep every slot filled;
+        with ``wait_all``, return once every slot has tried to open once (a failure there is
+        retried in the background, not raised)."""
         first = self.first
         if first is None:
             raise RuntimeError("open_first() comes before run()")
@@ -105,8 +107,16 @@ class Pool:
         except BaseException:
             await first.aclose()
             raise
+        tried: list[asyncio.Future[None]] = []
+        loop = asyncio.get_running_loop()
         for i, slot in enumerate(self._slots):
-            slot.task = asyncio.ensure_future(self._supervise(slot, first if i == 0 else None))
+            once: asyncio.Future[None] = loop.create_future()
+            tried.append(once)
+            slot.task = asyncio.ensure_future(
+                self._supervise(slot, first if i == 0 else None, once)
+            )
+        if wait_all:
+            await asyncio.wait(tried)
 
     async def aclose(self) -> None:
         """Close every upstream (each process tree is ended) and stop replacing them."""
@@ -129,40 +139,54 @@ class Pool:
         for hook in self.on_open:
             await hook(up)
 
-    async def _supervise(self, slot: _Slot, up: Upstream | None) -> None:
+    async def _supervise(
+        self, slot: _Slot, up: Upstream | None, once: asyncio.Future[None] | None = None
+    ) -> None:
         loop = asyncio.get_running_loop()
         failures = 0
-        while not self._closed:
-            if up is None:
-                try:
-                    up = await self._opener(self.era or "auto")
-                    await self._prepare(up)
-                except ClientError as exc:
-                    if up is not None:
-                        await up.aclose()
-                        up = None
-                    failures += 1
-                    self.last_failure = str(exc)
-                    log.warning("bridged server did not start (%s); trying again", exc)
-                    await asyncio.sleep(self._delay(failures))
-                    continue
-            slot.up = up
-            slot.leases = 0
-            opened = loop.time()
-            self._pulse()
-            reason = await up.lost
-            slot.up = None
-            slot.reserved = None
-            self._pulse()
-            if self._closed:
-                break
-            self.replaced += 1
-            self.last_failure = str(reason)
-            log.warning("bridged server %s is gone (%s); replacing it", up.label, reason)
-            await up.aclose()
-            up = None
-            failures = 0 if loop.time() - opened >= self.stable_after else failures + 1
-            await asyncio.sleep(self._delay(failures))
+        try:
+            while not self._closed:
+                if up is None:
+                    try:
+                        up = await self._opener(self.era or "auto")
+                        await self._prepare(up)
+                    except ClientError as exc:
+                        if up is not None:
+                            await up.aclose()
+                            up = None
+                        failures += 1
+                        self.last_failure = str(exc)
+                        log.warning("bridged server did not start (%s); trying again", exc)
+                        if once is not None and not once.done():
+                            once.set_result(None)
+                        await asyncio.sleep(self._delay(failures))
+                        continue
+                slot.up = up
+                slot.leases = 0
+                opened = loop.time()
+                self._pulse()
+                if once is not None and not once.done():
+                    once.set_result(None)
+                await self._serve(slot, up)
+                up = None
+                failures = 0 if loop.time() - opened >= self.stable_after else failures + 1
+                await asyncio.sleep(self._delay(failures))
+        finally:
+            if once is not None and not once.done():
+                once.set_result(None)
+
+    async def _serve(self, slot: _Slot, up: Upstream) -> None:
+        """Until ``up`` dies; then take it out of its slot and close it."""
+        reason = await up.lost
+        slot.up = None
+        slot.reserved = None
+        self._pulse()
+        if self._closed:
+            return
+        self.replaced += 1
+        self.last_failure = str(reason)
+        log.warning("bridged server %s is gone (%s); replacing it", up.label, reason)
+        await up.aclose()
 
     def _delay(self, failures: int) -> float:
         low, high = self.backoff
