@@ -199,6 +199,20 @@ def test_the_official_client_in_legacy_mode_is_translated() -> None:
     )
 
 
+def test_tool_parameters_are_mirrored_in_headers_by_the_bridge() -> None:
+    """The stdio host knows nothing of ``x-mcp-header``; the bridge's HTTP client mirrors the
+    tool's annotated arguments as ``Mcp-Param-*``, which the server checks."""
+
+    async def main(url: str) -> None:
+        argv = bridge_stdio_argv(url)
+        async with Client.stdio(argv[0], argv[1:], era="modern") as c:
+            r = await c.call_tool("test_header_param", {"region": "eu-west"})
+            assert r["content"][0]["text"] == "region=eu-west"
+
+    with http_server() as (url, _):
+        run(main(url))
+
+
 def test_a_declined_elicitation_is_the_servers_to_judge() -> None:
     rec = Recorder(elicit_action="decline")
 
