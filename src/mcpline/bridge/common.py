@@ -3,7 +3,9 @@ progress relaying, and the reshaping of results and params between the eras."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,26 @@ if TYPE_CHECKING:
     from ..server._dispatch import Method
     from ..server.engine import Exchange
 
+log = logging.getLogger("mcpline.bridge")
+
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+_background: set[asyncio.Future[Any]] = set()
+
+
+def spawn(work: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+    """Run ``work`` in the background, kept referenced until it ends (the loop itself only
+    keeps weak references to tasks); its failure is logged, not lost."""
+    task = asyncio.ensure_future(work)
+    _background.add(task)
+    task.add_done_callback(_ended)
+    return task
+
+
+def _ended(task: asyncio.Future[Any]) -> None:
+    _background.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a background task of the bridge failed", exc_info=task.exception())
 
 
 @dataclass
@@ -190,5 +211,6 @@ __all__ = [
     "modern_result",
     "progress_relay",
     "request_params",
+    "spawn",
     "take_progress_token",
 ]

@@ -13,7 +13,6 @@ new one).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +24,7 @@ from ..transports.http import HttpApp
 from ..transports.http.legacy import Session
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .backend import Backend
+from .common import spawn
 
 
 class BridgeServer(Server):
@@ -91,7 +91,7 @@ class BridgeApp(HttpApp):
 
     def _end_session(self, peer: Any) -> None:
         if isinstance(peer, Session) and self.sessions.open.get(peer.id) is peer:
-            asyncio.ensure_future(self.sessions.end(peer))
+            spawn(self.sessions.end(peer))
 
 
 __all__ = ["BridgeApp", "BridgeServer"]

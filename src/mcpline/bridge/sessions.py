@@ -39,7 +39,7 @@ from ..spec import (
     MESSAGE,
 )
 from ..wire import encode
-from .common import StaticHost, progress_relay, request_params, take_progress_token
+from .common import StaticHost, progress_relay, request_params, spawn, take_progress_token
 from .upstream import Upstream
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class SessionEra:
         bs = self.session(peer)
         if bs is None:
             return False
-        asyncio.ensure_future(self._notify(bs, note))
+        spawn(self._notify(bs, note))
         return True
 
     def on_response(self, peer: Peer, resp: Response) -> bool:
@@ -169,7 +169,7 @@ class SessionEra:
         up.on_notification = lambda method, params: self._notice(peer, bs, method, params)
         up.on_request = lambda method, params: self._ask(peer, bs, method, params)
         bs.upstream = up
-        asyncio.ensure_future(self._watch(peer, bs, up))
+        spawn(self._watch(peer, bs, up))
         try:
             result = await up.request(
                 INITIALIZE, request_params(exchange.request.params), cancellable=False

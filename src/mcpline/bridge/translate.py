@@ -86,6 +86,7 @@ from .common import (
     modern_result,
     progress_relay,
     request_params,
+    spawn,
     take_progress_token,
 )
 from .forward import RESEND, lost_error
@@ -548,7 +549,7 @@ class TranslateEra:
                 if self.watched[uri] <= 0:
                     del self.watched[uri]
                     for up in self.pool.upstreams():
-                        asyncio.ensure_future(self._subscribe_one(up, uri, False))
+                        spawn(self._subscribe_one(up, uri, False))
 
     def _watchable(self, uri: str) -> bool:
         return has_capability(self.legacy_capabilities(), "resources.subscribe")
