@@ -15,44 +15,31 @@ from . import compare
 pytestmark = pytest.mark.timeout(1200)
 
 
-@pytest.fixture(scope="module")
-def runs() -> dict[str, dict[str, harness.ServerRun]]:
-    found = compare.collect()
-    out = compare.REPO / ".cache" / "bridge-conformance.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(compare.render(found), "utf-8")
-    return found
-
-
 def failing(results: list[harness.ScenarioResult]) -> list[str]:
     return [f"{r.scenario}: {r.status} ({r.details})" for r in results if r.status != harness.PASS]
 
 
-@pytest.mark.parametrize(("revision", "count"), [("2026-07-28", 37), ("2025-11-25", 30)])
-def test_every_required_scenario_passes_through_the_bridge(
-    runs: dict[str, dict[str, harness.ServerRun]], revision: str, count: int
-) -> None:
-    run = runs["everything.py"][f"{revision} requirements"]
-    scored = required(run)
-    assert len(scored) == count, [r.scenario for r in scored]
-    assert not failing(scored), "\n".join(failing(scored))
-    assert run.exit_code == 0, run.stdout[-3000:]
+def test_the_conformance_suite_through_the_bridge() -> None:
+    """One test, so that parallel workers do not each run the suite (a minute or two)."""
+    runs = compare.collect()
+    out = compare.REPO / ".cache" / "bridge-conformance.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(compare.render(runs), "utf-8")
 
+    for revision, count in (("2026-07-28", 37), ("2025-11-25", 30)):
+        run = runs["everything.py"][f"{revision} requirements"]
+        scored = required(run)
+        assert len(scored) == count, (revision, [r.scenario for r in scored])
+        assert not failing(scored), "\n".join(failing(scored))
+        assert run.exit_code == 0, run.stdout[-3000:]
 
-def test_the_pending_2026_http_scenarios_pass_through_the_bridge(
-    runs: dict[str, dict[str, harness.ServerRun]],
-) -> None:
     by = runs["everything.py"]["2026-07-28 pending suite"].by_scenario()
     wanted = [by[name] for name in PENDING_2026 if name in by]
     assert [r.scenario for r in wanted] == list(PENDING_2026), list(by)
     assert not failing(wanted), "\n".join(failing(wanted))
 
-
-def test_server_everything_ran_through_the_bridge(
-    runs: dict[str, dict[str, harness.ServerRun]],
-) -> None:
-    """Recorded, not judged; but the scenarios that need no fixture of the suite's own pass:
-    the bridge's translation and its HTTP binding are what they test."""
+    # server-everything is recorded, not judged; but the scenarios that need no fixture of
+    # the suite's own pass: the bridge's translation and its HTTP binding are what they test.
     for title, run in runs["server-everything"].items():
         assert run.results, title
     modern = runs["server-everything"]["2026-07-28 requirements"].by_scenario()
@@ -61,6 +48,6 @@ def test_server_everything_ran_through_the_bridge(
         assert modern[name].status == harness.PASS, modern[name]
     for name in ("server-initialize", "tools-list", "ping", "logging-set-level"):
         assert legacy[name].status == harness.PASS, legacy[name]
-    text = (compare.REPO / ".cache" / "bridge-conformance.md").read_text("utf-8")
+    text = out.read_text("utf-8")
     assert "| 2026-07-28 requirements: required scenarios passing | 37/37 |" in text
     assert "| 2025-11-25 requirements: required scenarios passing | 30/30 |" in text
