@@ -5,6 +5,7 @@ and leave no process behind (every `bridge_http` checks the process table when i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import socket
@@ -247,3 +248,27 @@ def test_a_killed_bridge_takes_its_processes_with_it() -> None:
         assert gone_within(servers, 15) == []
     finally:
         proc.stop()
+
+
+def test_a_legacy_session_whose_process_dies_ends_and_the_client_starts_anew(
+    tmp_path: Path,
+) -> None:
+    """The session's state died with its process: the bridge ends the session, the client's
+    next request gets 404 and mcpline's client opens a new session (a new process)."""
+
+    async def main(url: str) -> None:
+        async with Client.http(url, era="legacy") as c:
+            first = (await c.call_tool("pid", {}))["structuredContent"]["result"]
+            with pytest.raises(ServerError) as info:
+                await c.call_tool("crash", {})
+            assert "not sent again" in info.value.message
+            deadline = time.monotonic() + 10
+            second = first
+            while second == first and time.monotonic() < deadline:
+                with contextlib.suppress(ClientError):
+                    second = (await c.call_tool("pid", {}))["structuredContent"]["result"]
+                await asyncio.sleep(0.1)
+            assert second != first and not psutil.pid_exists(first)
+
+    with bridge_http(*SERVER, env={"BRIDGE_EVENTS": str(tmp_path)}) as (url, _):
+        run(main(url))
