@@ -31,3 +31,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/http_client.py
 	$(BIN)/python bench/scaling.py
 	$(BIN)/python bench/http.py
+	$(BIN)/python bench/bridge.py

@@ -14,6 +14,8 @@ from __future__ import annotations
 import pytest
 
 SLOW_FIRST = (
+    # ~60 s: the conformance suite through the bridge (everything.py, server-everything)
+    "tests/bridge/test_bridge_conformance.py::test_the_conformance_suite_through_the_bridge",
     # ~30 s: a flood for 30 s while RSS is sampled
     "tests/server/test_backpressure.py::test_listen_flood_to_a_peer_that_stops_reading",
     # 10-25 s: `mcpline check` against slow or broken servers (timeouts by design)
@@ -23,6 +25,8 @@ SLOW_FIRST = (
     "tests/check/test_fuzz.py::test_client_fed_fuzzed_server_output_survives",
     "tests/check/test_citations.py::test_every_rule_of_a_real_run_cites_verified_sections",
     "tests/check/test_check_cli.py::test_everything_passes_with_no_skips",
+    "tests/bridge/test_bridge_stdio.py::test_mcpline_check_passes_every_check_through_the",
+    "tests/bridge/test_bridge_faults.py::test_a_server_that_crashes_in_a_loop",
     # 3-8 s
     "tests/check/test_check_catches.py::test_broken_server_is_caught_on_framing",
     "tests/conformance/test_harness.py::test_provisioning_pins_node_22",  # + npm install

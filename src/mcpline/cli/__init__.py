@@ -10,7 +10,7 @@ import sys
 from .._version import version
 from .suggest import did_you_mean
 
-SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check")
+SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check", "bridge")
 
 
 def build_parser() -> argparse.ArgumentParser:

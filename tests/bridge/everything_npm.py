@@ -1,0 +1,50 @@
+"""The npm reference server ``@modelcontextprotocol/server-everything`` (legacy-only, stdio
+and Streamable HTTP), pinned and installed into the git-ignored ``.cache/server-everything``
+with the machine's npm, run with the Node 22 that `tests.conformance.provision` installs.
+
+Concurrent test processes serialise on the same lock as the conformance provisioning, and the
+marker makes reruns instant. ``python -m tests.bridge.everything_npm`` installs it by hand.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..conformance import provision
+
+PACKAGE = "@modelcontextprotocol/server-everything"
+VERSION = "2026.8.31"
+PREFIX = provision.CACHE / "server-everything"
+
+
+def _entry() -> provision.Path:
+    return (
+        PREFIX
+        / "node_modules"
+        / "@modelcontextprotocol"
+        / "server-everything"
+        / "dist"
+        / "index.js"
+    )
+
+
+def command(mode: str = "stdio") -> list[str]:
+    """argv of the pinned server under Node 22 (``mode``: ``stdio`` or ``streamableHttp``),
+    installed on first use."""
+    node = provision.node22()
+    entry = _entry()
+    if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
+        with provision._locked():
+            if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
+                provision._npm_install(PREFIX, f"{PACKAGE}@{VERSION}", path_first=node.parent)
+                if not entry.is_file():
+                    raise provision.ProvisionError(
+                        f"{PACKAGE}@{VERSION} installed, {entry} missing"
+                    )
+                provision._write_marker(PREFIX, PACKAGE, VERSION)
+    return [str(node), str(entry), mode]
+
+
+if __name__ == "__main__":
+    print(" ".join(command()))
+    sys.exit(0)
