@@ -31,7 +31,7 @@ $(BIN)/.docs-installed: pyproject.toml $(BIN)/.installed
 	touch $@
 
 docs: $(BIN)/.docs-installed
-	$(BIN)/python -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
