@@ -1,4 +1,5 @@
-# One command each: `make demo` (install + run the demo), `make test` (install + run every test).
+# One command each: `make demo` (install + run the demo), `make test` (install + run every test),
+# `make docs` (install the doc tools + build the site into site/, warnings as errors).
 # Without make (Windows): `python -m scripts.ci test` / `python -m scripts.ci lint`.
 PYTHON ?= python3
 VENV ?= .venv
@@ -10,7 +11,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $@
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test lint bench docs
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
@@ -23,6 +24,14 @@ test: $(BIN)/.installed
 # .github/workflows: the list is scripts/ci.py's, which hosted CI runs without make.
 lint: $(BIN)/.installed
 	$(BIN)/python -m scripts.ci lint
+
+# The site, built offline with warnings as errors (a broken link or a bad docstring fails it).
+$(BIN)/.docs-installed: pyproject.toml $(BIN)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
+docs: $(BIN)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -82,6 +82,7 @@ class ElicitResult(Generic[T]):
 
     @property
     def accepted(self) -> bool:
+        """Whether the user accepted (``action == "accept"``): only then is `data` set."""
         return self.action == "accept"
 
     def __await__(self) -> Generator[Any, None, ElicitResult[T]]:
@@ -165,6 +166,8 @@ class Context(Generic[LifespanT]):
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        """The ``ClientCapabilities`` this request declared (``{}`` when it declared none);
+        `has_capability` and `can_ask` read them for you."""
         return self.meta.client_capabilities if self.meta else {}
 
     @property

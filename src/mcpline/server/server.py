@@ -325,6 +325,8 @@ class Server:
 
     @property
     def tools(self) -> dict[str, Tool]:
+        """Registered tools by name (hidden ones too); each `Tool`'s ``definition`` is what
+        ``tools/list`` sends."""
         return dict(self._tools)
 
     # --- resources, prompts, completions ----------------------------------------------------
@@ -400,6 +402,8 @@ class Server:
         return register
 
     def add_prompt(self, fn: Callable[..., Any], **options: Any) -> Prompt:
+        """Register ``fn`` as a prompt (``name`` and the options of `prompt`); a second
+        prompt of the same name is a `ValueError`."""
         from .prompts import make_prompt
 
         prompt = make_prompt(fn, **options)
@@ -417,6 +421,8 @@ class Server:
 
     @property
     def prompts(self) -> dict[str, Prompt]:
+        """Registered prompts by name; each `Prompt`'s ``definition`` is what ``prompts/list``
+        sends."""
         return dict(self._prompts)
 
     def completion(
