@@ -135,7 +135,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from ..bridge.backend import BackendOptions
-    from .client_commands import UsageError, load_config, parse_headers
+    from .config import load_config, parse_headers
+    from .options import UsageError
 
     command = list(args.command)
     if command[:1] == ["--"]:
