@@ -72,13 +72,15 @@ def request(
 
 
 def tool(conn: http.client.HTTPConnection, name: str, /, **arguments: Any) -> Any:
-    """A tools/call on ``conn``: its structured ``result``, else its text as JSON."""
+    """A tools/call on ``conn``: its structured content (a scalar return unwrapped from its
+    ``{"result": ...}``; a ``dict`` return is the object itself), else its text as JSON."""
     reply = request(conn, name, "tools/call", {"name": name, "arguments": arguments})
     assert reply.status == 200, (reply.status, reply.body)
     result = reply.json["result"]
     assert not result.get("isError"), result
     if "structuredContent" in result:
-        return result["structuredContent"]["result"]
+        content = result["structuredContent"]
+        return content["result"] if list(content) == ["result"] else content
     return json.loads(result["content"][0]["text"])
 
 
