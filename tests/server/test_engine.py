@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 from typing import Any
@@ -117,6 +118,30 @@ def test_a_cancelled_exchange_writes_nothing_more() -> None:
         assert 3 not in peer.messages
         assert not exchange.send({"jsonrpc": "2.0", "method": "notifications/progress"})
         assert peer.phases[3] == [Phase.QUEUED, Phase.RUNNING, Phase.CANCELLED]
+
+    asyncio.run(main())
+
+
+def test_an_answered_request_is_freed_without_the_cycle_collector() -> None:
+    """A 5 MiB argument must not outlive its request until the next collection."""
+
+    async def main() -> None:
+        server = make_server()
+        peer = RecordingPeer()
+        gc.collect()
+        gc.disable()
+        try:
+            exchange = Exchange(request(4, "steps", {"n": 1}), peer)
+            server._engine.start(exchange)
+            task = exchange.task
+            assert task is not None
+            await task
+            assert exchange.phase is Phase.ANSWERED
+            del exchange, task
+            await asyncio.sleep(0)
+            assert [o for o in gc.get_objects() if type(o) is Exchange] == []
+        finally:
+            gc.enable()
 
     asyncio.run(main())
 

@@ -155,6 +155,10 @@ class Exchange:
         if phase not in MOVES[old]:
             raise RuntimeError(f"request {self.id!r}: no move from {old.value} to {phase.value}")
         self.phase = phase
+        if phase in FINAL:
+            # The context points back here: without this cycle the request and its
+            # arguments are freed as soon as the handler is done, not at the next collection.
+            self.ctx = None
         self.peer.phase_changed(self, old)
 
     def send(self, msg: dict[str, Any], kind: Kind = Kind.ADVISORY) -> bool:
