@@ -281,9 +281,8 @@ class Dispatcher:
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
         mode = self._server._task_tools.get(name)
-        takes = _takes_tasks(ctx)
         if mode is not None:
-            if takes:
+            if _takes_tasks(ctx):
                 return await self.tasks.call_tool(tool, mode, arguments, ctx)
             if mode == "required" and not ctx.legacy:
                 raise MissingCapabilityError(
@@ -295,7 +294,7 @@ class Dispatcher:
         try:
             return await invoke(tool, arguments, ctx, self.services.submit)
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
-            if takes:
+            if _takes_tasks(ctx):
                 return await self.tasks.adopt(tool, handle, ctx)
             from .tasks import Task, shaped
 
