@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from ..server.loading import load_server
+from ..server.loading import load_server, load_worker_app
 
 SOCKET_OPTIONS = ("token_file", "no_auth", "max_connections", "idle_timeout", "max_line_bytes")
 
@@ -190,7 +190,15 @@ def run_http(args: argparse.Namespace) -> int:
     try:
         host, port = parse_bind(args.http)
         if workers > 1:
-            serve_workers(args.target, host, port, workers, **options)
+            serve_workers(
+                args.target,
+                host,
+                port,
+                workers,
+                load=load_server,
+                factory=load_worker_app,
+                **options,
+            )
         else:
             serve(load_with_bus(args.target, url), host, port, **options)
     except HttpError as exc:

@@ -207,15 +207,19 @@ def serve_workers(
     port: int,
     workers: int,
     *,
+    load: Callable[[str], Server],
+    factory: Callable[[], HttpApp],
     path: str = "/mcp",
     **app_options: Any,
 ) -> None:
-    """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket;
-    each imports the file again (`worker_app`). Sealed ``requestState`` must verify on every
-    worker, so ``$MCPLINE_STATE_KEY`` is required (`HttpError` otherwise). Each worker takes
-    its bus and nonce ledger from ``$MCPLINE_BUS_URL`` where the file gives none
-    (`mcpline.server.scale_out`); without a bus one warning line says what is not shared."""
-    from ...server.loading import load_server
+    """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket.
+    ``load`` imports the file here, once, so that a bad file fails before any worker starts;
+    each worker calls ``factory`` (uvicorn's app factory, imported there by its module and
+    name), which imports the file again (``$MCPLINE_HTTP_TARGET``) and returns `worker_app`
+    of it. Sealed ``requestState`` must verify on every worker, so ``$MCPLINE_STATE_KEY`` is
+    required (`HttpError` otherwise). Each worker takes its bus and nonce ledger from
+    ``$MCPLINE_BUS_URL`` where the file gives none (`mcpline.server.scale_out`); without a bus
+    one warning line says what is not shared."""
     from ..stdio import configure_logging
 
     if not os.environ.get(STATE_KEY_ENV):
@@ -224,7 +228,7 @@ def serve_workers(
             "worker, so that a requestState sealed by one verifies on the others"
         )
     configure_logging()
-    server = load_server(target)  # fail here, once, rather than in every worker
+    server = load(target)  # fail here, once, rather than in every worker
     _warn_unshared(server, workers)
     _uvicorn()
     from uvicorn.supervisors import Multiprocess
@@ -233,7 +237,7 @@ def serve_workers(
     os.environ[OPTIONS_ENV] = json.dumps({"path": path, **app_options})
     sock = bind(host, port)
     config = _config(
-        f"{__name__}:worker_app",
+        f"{factory.__module__}:{factory.__qualname__}",
         server.options,
         app_options,
         factory=True,
@@ -274,16 +278,12 @@ def _warn_unshared(server: Server, workers: int) -> None:
     )
 
 
-def worker_app() -> HttpApp:
-    """The app of one worker process: the server file imported again (uvicorn factory)."""
-    from ...server.loading import load_server
-    from ..stdio import configure_logging
-
-    configure_logging()
-    target = os.environ[TARGET_ENV]
+def worker_app(server: Server) -> HttpApp:
+    """The app of one worker process of `serve_workers`, for ``server`` (the file imported
+    again in that process): its bus from ``$MCPLINE_BUS_URL``, the options `serve_workers`
+    was given."""
     options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
     path = options.pop("path", "/mcp")
-    server: Server = load_server(target)
     from ...server.scale_out import attach_from_env
 
     attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
