@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import MODERN_VERSIONS, TASKS_EXTENSION
+from ..spec import TASKS_EXTENSION
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
+from ._options import ServerOptions
 from .engine import Engine
 from .eras import ModernEra
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
@@ -28,47 +28,6 @@ if TYPE_CHECKING:
     from .task_store import TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclass(frozen=True)
-class ServerOptions:
-    """How a `Server` lists, caches, bounds and shuts down (its constructor's options)."""
-
-    instructions: str | None = None
-    page_size: int = 100
-    list_ttl_ms: int = 0
-    cache_scope: str = "public"
-    discover_ttl_ms: int = 0
-    read_ttl_ms: int = 0
-    read_cache_scope: str = "private"
-    max_in_flight: int = 256
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
-    shutdown_grace: float = 0.5
-    sync_workers: int = 32
-    server_info_in_results: bool = True
-    versions: tuple[str, ...] = MODERN_VERSIONS
-    """The modern revisions served (``supportedVersions``)."""
-    strict_arguments: bool = False
-    """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
-    task_store: TaskStore | str | None = None
-    """Where tasks live (see `mcpline.server.tasks`); None: ``$MCPLINE_TASK_STORE``, else
-    memory."""
-    task_ttl_ms: int | None = 3_600_000
-    task_poll_interval_ms: int = 1000
-
-    def __post_init__(self) -> None:
-        if self.cache_scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
-        if self.read_cache_scope not in ("public", "private"):
-            raise ValueError("read_cache_scope must be 'public' or 'private'")
-        if self.list_ttl_ms < 0 or self.discover_ttl_ms < 0 or self.read_ttl_ms < 0:
-            raise ValueError("ttl must be >= 0")
-        if self.page_size < 1 or self.max_in_flight < 1 or self.max_outbound_bytes < 1:
-            raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
-        ttl = self.task_ttl_ms
-        if (ttl is not None and ttl < 1) or self.task_poll_interval_ms < 1:
-            raise ValueError("task_ttl_ms (or None) and task_poll_interval_ms must be positive")
 
 
 class Server:
