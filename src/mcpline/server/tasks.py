@@ -39,39 +39,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import hashlib
 import hmac
-import inspect
 import logging
 import os
 import secrets
 import socket
-import threading
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError, ToolError
-from ..jsonrpc import Request
-from ..protocol.meta import RequestMeta
-from ..spec import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    MODERN,
-    PROGRESS,
-    RESULT_TASK,
-    TASKS_EXTENSION,
-    TOOLS_CALL,
+from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
+from ..spec import INTERNAL_ERROR, INVALID_PARAMS, MODERN, RESULT_TASK, TASKS_EXTENSION
+from ._task_handle import _UNSET, Task, shaped
+from ._task_records import (
+    accepts_tasks,
+    failed,
+    iso,
+    new_task_id,
+    owner_key,
+    required_extension,
+    task_json,
 )
+from ._task_runs import Run, TaskRuns
 from .context import Context
-from .engine import Exchange, Phase
-from .mrtr import InputRequest, InputRequired, check_response, content_problems, select_requests
-from .outbound import Kind
+from .mrtr import InputRequest, check_response, content_problems
 from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
-from .tools import Deferred, Tool, error_result, invoke, shape_result
+from .tools import Deferred, Tool, invoke
 
 if TYPE_CHECKING:
     from ._dispatch import Dispatcher
@@ -85,61 +78,6 @@ LEASE_ENV = "MCPLINE_TASK_LEASE"
 """Seconds of a worker's lease on a running task, for a store built from `STORE_ENV`."""
 MAX_TASK_IDS = 1000
 """The most ``taskIds`` one ``subscriptions/listen`` may ask for."""
-_UNSET: Any = object()
-_PROGRESS_TOKEN = "mcpline-task"
-
-
-def required_extension() -> dict[str, Any]:
-    return {"extensions": {TASKS_EXTENSION: {}}}
-
-
-def accepts_tasks(caps: dict[str, Any]) -> bool:
-    """Whether client capabilities declare the tasks extension."""
-    ext = caps.get("extensions")
-    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
-
-
-def owner_key(principal: Any) -> str:
-    """What a task is bound to: a digest of the principal's JSON (its ``str`` when it has
-    none), "" without a principal. Give ``verify_token`` a stable value (a user id)."""
-    if principal is None:
-        return ""
-    try:
-        raw = msgspec.json.encode(principal, order="sorted")
-    except (TypeError, msgspec.EncodeError):
-        raw = str(principal).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(raw).hexdigest()
-
-
-def new_task_id() -> str:
-    """192 random bits, URL- and header-safe."""
-    return secrets.token_urlsafe(24)
-
-
-def iso(ms: int) -> str:
-    """ISO 8601 in UTC with milliseconds: ``2026-07-28T10:30:00.000Z``."""
-    when = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
-    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def task_json(rec: TaskRecord, *, detailed: bool) -> dict[str, Any]:
-    """The ``Task`` fields of a record; ``detailed`` adds what its status carries
-    (``inputRequests``, ``result`` or ``error``): a ``DetailedTask``."""
-    out: dict[str, Any] = {"taskId": rec.id, "status": rec.status}
-    if rec.message is not None:
-        out["statusMessage"] = rec.message
-    out["createdAt"] = iso(rec.created)
-    out["lastUpdatedAt"] = iso(rec.updated)
-    out["ttlMs"] = rec.ttl
-    out["pollIntervalMs"] = rec.poll
-    if detailed:
-        if rec.status == "input_required":
-            out["inputRequests"] = rec.requests
-        elif rec.status == "completed":
-            out["result"] = rec.result if rec.result is not None else {"content": []}
-        elif rec.status == "failed":
-            out["error"] = rec.error or {"code": INTERNAL_ERROR, "message": "Internal error"}
-    return out
 
 
 def resolve_store(given: TaskStore | str | None) -> TaskStore:
@@ -168,156 +106,9 @@ def resolve_store(given: TaskStore | str | None) -> TaskStore:
     raise ValueError(f"unknown task store {spec!r}: use memory, sqlite:PATH or a redis:// URL")
 
 
-# --- what a tool body returns --------------------------------------------------------------
-
-
-class Task(Deferred):
-    """Return (or raise) from a tool body to answer with a task whose result is ``work``'s.
-
-    ``work`` is a coroutine (or any awaitable), an ``async def`` function, or a plain function
-    (run on a worker thread, for blocking job APIs); its value is shaped like the tool's
-    return value (a `ToolError` or any other exception becomes an ``isError`` result, a
-    `JsonRpcError` makes the task ``failed``). ``on_cancel`` (sync or async) is called when a
-    client cancels the task, e.g. to cancel the external job. ``status_message``, ``ttl_ms``
-    (None: no limit) and ``poll_interval_ms`` override the server's. A client without the
-    tasks extension, and a legacy session, get the work's result as a normal call.
-
-    The work lives in this process: if the process dies, the task becomes ``failed``.
-    """
-
-    def __init__(
-        self,
-        work: Awaitable[Any] | Callable[[], Any],
-        *,
-        status_message: str | None = None,
-        ttl_ms: int | None = _UNSET,
-        poll_interval_ms: int | None = None,
-        on_cancel: Callable[[], Any] | None = None,
-    ) -> None:
-        if not (inspect.isawaitable(work) or callable(work)):
-            raise TypeError("work must be an awaitable or a function")
-        if ttl_ms is not _UNSET and ttl_ms is not None and ttl_ms < 1:
-            raise ValueError("ttl_ms must be positive (or None for no limit)")
-        if poll_interval_ms is not None and poll_interval_ms < 1:
-            raise ValueError("poll_interval_ms must be positive")
-        super().__init__("a task handle")
-        self.work = work
-        self.status_message = status_message
-        self.ttl_ms = ttl_ms
-        self.poll_interval_ms = poll_interval_ms
-        self.on_cancel = on_cancel
-
-    async def result(self, submit: Callable[[Callable[[], Any]], Awaitable[Any]]) -> Any:
-        """Run the work (once) and return its value."""
-        work, self.work = self.work, _spent
-        if inspect.isawaitable(work):
-            return await work
-        if inspect.iscoroutinefunction(work):
-            return await work()
-        value = await submit(work)
-        return (await value) if inspect.isawaitable(value) else value
-
-    def discard(self) -> None:
-        """Close the work unrun (a coroutine would warn that it was never awaited)."""
-        work, self.work = self.work, _spent
-        if inspect.iscoroutine(work):
-            work.close()
-
-
-def _spent() -> Any:
-    raise RuntimeError("a Task's work runs once")
-
-
-async def shaped(
-    tool: Tool, handle: Task, submit: Callable[[Callable[[], Any]], Awaitable[Any]]
-) -> dict[str, Any]:
-    """The ``CallToolResult`` of a handle's work, errors as `invoke` shapes them."""
-    try:
-        value = await handle.result(submit)
-        if isinstance(value, Deferred):
-            raise TypeError("a Task's work returned another task")
-        return shape_result(tool, value)
-    except ToolError as exc:
-        return error_result(str(exc) or type(exc).__name__)
-    except (JsonRpcError, InputRequired, asyncio.CancelledError):
-        raise
-    except Exception as exc:
-        log.exception("the task of tool %r raised", tool.name)
-        detail = str(exc) or "no details"
-        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
-
-
-# --- one running task --------------------------------------------------------------------
-
-
-class _TaskBinding:
-    """What a task's context knows of its caller: the principal (no transport checks)."""
-
-    modern_only = True
-
-    def __init__(self, principal: Any) -> None:
-        self.principal = principal
-
-    def check_version(self, version: str) -> None:
-        return None
-
-    def check_request(self, request: Request) -> None:
-        return None
-
-    def close_stream(self) -> None:
-        return None
-
-
-class _TaskPeer:
-    """The peer of a task's context: nothing reaches a client; progress becomes the task's
-    ``statusMessage``."""
-
-    def __init__(self, manager: TaskManager, task_id: str, loop: asyncio.AbstractEventLoop):
-        self.name = f"task {task_id[:8]}"
-        self.loop = loop
-        self.loop_thread = threading.get_ident()
-        self.closing = asyncio.Event()
-        self.scoped: dict[str, Any] = {}
-        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
-        self.overflow_hooks: list[Callable[[Any], None]] = []
-        self._manager = manager
-        self._task_id = task_id
-
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
-        try:
-            msg = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            return False
-        if type(msg) is dict and msg.get("method") == PROGRESS:
-            self._manager._progress(self._task_id, msg.get("params") or {})
-        return True
-
-    def send(self, data: bytes, kind: Kind) -> bool:
-        return False
-
-    def phase_changed(self, exchange: Exchange, old: Phase) -> None:
-        return None
-
-
-@dataclass
-class _Run:
-    task: asyncio.Task[None]
-    exchange: Exchange
-    reason: str | None = None
-    """Why it was stopped: ``cancel``, ``gone`` or ``shutdown``."""
-
-    def stop(self, reason: str) -> None:
-        if self.reason is None:
-            self.reason = reason
-        self.exchange.cancel()
-
-
-# --- the manager ---------------------------------------------------------------------------
-
-
-class TaskManager:
-    """The tasks of one server: its store, the tasks this process runs, their leases, TTLs
-    and notifications."""
+class TaskManager(TaskRuns):
+    """The tasks of one server: its store, the tasks this process runs (`TaskRuns` runs
+    them), their leases, TTLs and notifications."""
 
     max_rounds = 64
     """Input rounds one task may go through."""
@@ -331,7 +122,7 @@ class TaskManager:
         self.store = store
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         """This process, as it appears in the records of the tasks it runs."""
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, Run] = {}
         self._open = False
         self._opening: asyncio.Lock | None = None
         self._background: list[asyncio.Task[None]] = []
@@ -472,173 +263,6 @@ class TaskManager:
     def _lease_ms(self) -> int:
         return int(self.store.lease * 1000)
 
-    # --- running ------------------------------------------------------------------------------
-
-    def _start(
-        self, rec: TaskRecord, principal: Any, tool: Tool | None, handle: Task | None
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        peer = _TaskPeer(self, rec.id, loop)
-        request = Request(rec.id, TOOLS_CALL, {"name": rec.tool, "arguments": rec.arguments})
-        exchange = Exchange(request, peer, _TaskBinding(principal))
-        exchange.move(Phase.RUNNING)
-        meta = RequestMeta(
-            protocol_version=rec.version,
-            client_capabilities=rec.caps,
-            client_info=rec.client,
-            log_level=None,
-            progress_token=_PROGRESS_TOKEN,
-            raw={},
-        )
-        ctx = Context(exchange, meta, self._d)
-        ctx.input_responses = dict(rec.answers)
-        ctx.state = rec.state
-        task = loop.create_task(self._run(rec, ctx, exchange, tool, handle))
-        exchange.task = task
-        self._runs[rec.id] = _Run(task, exchange)
-        task.add_done_callback(lambda _: self._reap(rec.id, handle))
-
-    def _reap(self, task_id: str, handle: Task | None) -> None:
-        """A run cancelled before its first step never ran its own ending: record it here."""
-        run = self._runs.pop(task_id, None)
-        if run is None:
-            return
-        if handle is not None:
-            handle.discard()
-        if run.reason == "gone":
-            return
-        if run.reason == "cancel":
-            fields = {"status": "cancelled", "message": "Cancelled at the client's request"}
-        else:
-            fields = _failed(_STOPPED)
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing can be recorded
-            asyncio.get_running_loop().create_task(self._finish(task_id, fields))
-
-    async def _run(
-        self,
-        rec: TaskRecord,
-        ctx: Context,
-        exchange: Exchange,
-        tool: Tool | None,
-        handle: Task | None,
-    ) -> None:
-        fields: dict[str, Any] | None
-        submit = self._d.services.submit
-        try:
-            try:
-                if tool is None:
-                    raise InvalidParams(f"Unknown tool: {rec.tool!r}", {"name": rec.tool})
-                if handle is None:
-                    try:
-                        result = await invoke(tool, rec.arguments, ctx, submit)
-                    except Deferred as deferred:
-                        if not isinstance(deferred, Task):
-                            raise
-                        handle = deferred
-                        result = await shaped(tool, handle, submit)
-                else:
-                    result = await shaped(tool, handle, submit)
-                result.setdefault("resultType", "complete")  # as tools/call would say
-                fields = {"status": "completed", "result": result, "message": None}
-            except InputRequired as ir:
-                fields = self._asking(ir, ctx)
-            except JsonRpcError as exc:
-                fields = _failed(exc.to_error())
-            except asyncio.CancelledError:
-                fields = await self._stopped(rec.id, handle)
-            except Exception:
-                log.exception("task %s of tool %r failed", rec.id[:8], rec.tool)
-                fields = _failed(
-                    {
-                        "code": INTERNAL_ERROR,
-                        "message": f"Internal error while running tool {rec.tool!r}",
-                    }
-                )
-        finally:
-            if exchange.open:
-                exchange.move(Phase.ANSWERED)
-        try:
-            if fields is not None:
-                await self._finish(rec.id, fields)
-        except Exception:
-            log.exception("could not record the end of task %s", rec.id[:8])
-        finally:
-            self._runs.pop(rec.id, None)
-
-    async def _stopped(self, task_id: str, handle: Task | None) -> dict[str, Any] | None:
-        run = self._runs.get(task_id)
-        reason = run.reason if run is not None else None
-        if reason == "cancel":
-            if handle is not None and handle.on_cancel is not None:
-                try:
-                    res = handle.on_cancel()
-                    if inspect.isawaitable(res):
-                        await res
-                except Exception:
-                    log.exception("on_cancel of task %s raised", task_id[:8])
-            return {"status": "cancelled", "message": "Cancelled at the client's request"}
-        if reason == "gone":
-            return None  # expired, or finished elsewhere: nothing to record
-        return _failed(_STOPPED)
-
-    def _asking(self, ir: InputRequired, ctx: Context) -> dict[str, Any]:
-        """The fields of a task that now waits for ``ir``'s requests (or of a failed one)."""
-        try:
-            requests = select_requests(ir, ctx.client_capabilities)
-        except MissingCapabilityError as exc:
-            return _failed(exc.to_error())
-        if ir.state is not None:
-            try:
-                msgspec.json.encode(ir.state)
-            except (TypeError, msgspec.EncodeError) as exc:
-                return _failed(
-                    {"code": INTERNAL_ERROR, "message": f"Internal error: state is not JSON: {exc}"}
-                )
-        return {
-            "status": "input_required",
-            "requests": {k: r.to_json() for k, r in requests.items()},
-            "state": ir.state,
-        }
-
-    async def _finish(self, task_id: str, fields: dict[str, Any]) -> None:
-        now = now_ms()
-        worker = self.worker
-        max_rounds = self.max_rounds
-
-        def change(cur: TaskRecord) -> TaskRecord | None:
-            if cur.status != "working" or cur.worker != worker:
-                return None
-            new = dict(fields)
-            if new["status"] == "input_required":
-                asked = {k: v for k, v in new["requests"].items() if k not in cur.answers}
-                if not asked:
-                    new = _failed(
-                        {
-                            "code": INTERNAL_ERROR,
-                            "message": f"Internal error: tool {cur.tool!r} asked again for "
-                            "input it was given",
-                        }
-                    )
-                elif cur.rounds >= max_rounds:
-                    new = _failed(
-                        {
-                            "code": INTERNAL_ERROR,
-                            "message": f"Internal error: tool {cur.tool!r} kept asking for "
-                            f"input after {max_rounds} rounds",
-                        }
-                    )
-                else:
-                    new["requests"] = asked
-                    new["asked"] = [*cur.asked, *asked]
-                    new["message"] = "Waiting for input: " + ", ".join(asked)
-            return msgspec.structs.replace(
-                cur, **new, worker=None, lease=None, cancel=False, updated=now
-            )
-
-        after = await self.store.update(task_id, change)
-        if after is not None and after.updated == now and after.status != "working":
-            self._notify(after)
-
     # --- tasks/get, tasks/update, tasks/cancel ------------------------------------------------
 
     def _require(self, ctx: Context) -> None:
@@ -684,7 +308,7 @@ class TaskManager:
                 "before it finished (its lease lapsed)",
             }
             return msgspec.structs.replace(
-                cur, **_failed(err), worker=None, lease=None, cancel=False, updated=now
+                cur, **failed(err), worker=None, lease=None, cancel=False, updated=now
             )
 
         after = await self.store.update(rec.id, change)
@@ -797,36 +421,6 @@ class TaskManager:
             run.stop("cancel")
         return {}
 
-    # --- progress as statusMessage --------------------------------------------------------
-
-    def _progress(self, task_id: str, params: dict[str, Any]) -> None:
-        progress, total = params.get("progress"), params.get("total")
-        message = params.get("message")
-        count = f"{progress:g}" + (f"/{total:g}" if isinstance(total, (int, float)) else "")
-        self._messages[task_id] = f"{message} ({count})" if message else count
-        if task_id not in self._writing:
-            self._writing.add(task_id)
-            asyncio.get_running_loop().create_task(self._write_messages(task_id))
-
-    async def _write_messages(self, task_id: str) -> None:
-        worker = self.worker
-        try:
-            while (text := self._messages.pop(task_id, None)) is not None:
-                now = now_ms()
-
-                def change(cur: TaskRecord, text: str = text, now: int = now) -> TaskRecord | None:
-                    if cur.status != "working" or cur.worker != worker or cur.message == text:
-                        return None
-                    return msgspec.structs.replace(cur, message=text, updated=now)
-
-                after = await self.store.update(task_id, change)
-                if after is not None and after.updated == now:
-                    self._notify(after)
-        except Exception:
-            log.warning("could not record the progress of task %s", task_id[:8], exc_info=True)
-        finally:
-            self._writing.discard(task_id)
-
     # --- notifications/tasks --------------------------------------------------------------
 
     async def listen_ids(self, ctx: Context, requested: Any) -> list[str]:
@@ -935,22 +529,6 @@ class TaskManager:
                     self._notify(await self._alive(rec, now))
             except Exception as exc:
                 log.warning("could not poll watched tasks: %s: %s", type(exc).__name__, exc)
-
-
-_STOPPED = {
-    "code": INTERNAL_ERROR,
-    "message": "Internal error: the server stopped before the task finished",
-}
-
-
-def _failed(error: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "status": "failed",
-        "error": error,
-        "message": str(error.get("message", "failed")),
-        "requests": {},
-        "result": None,
-    }
 
 
 __all__ = [
