@@ -13,19 +13,11 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from .. import jsonrpc
-from ..errors import (
-    ClientError,
-    ConnectionLost,
-    JsonRpcError,
-    ProtocolError,
-    RequestTimeout,
-    ServerError,
-)
+from ..errors import ClientError, ConnectionLost, JsonRpcError, ProtocolError, ServerError
 from ..inbound import Event, Inbound, Invalid, Notification, Oversized, Request, Response
 from ..jsonrpc import RequestId
 from ..spec import (
@@ -37,6 +29,9 @@ from ..spec import (
     SUBSCRIPTION_ID_KEY,
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES, encode
+from ._callbacks import MAX_CALLBACK_TASKS as MAX_CALLBACK_TASKS
+from ._callbacks import CallbackTasks
+from ._deadlines import Deadlines, Pending
 
 log = logging.getLogger("mcpline.client")
 
@@ -50,39 +45,6 @@ Trace = Callable[[str, bytes], None]
 
 MAX_SERVER_REQUESTS = 16
 """Server-initiated requests handled at once by default; more are refused with -32603."""
-MAX_CALLBACK_TASKS = 256
-"""Async progress/log callbacks running at once; more notifications skip their callback."""
-
-
-class CallbackTasks:
-    """Runs async callbacks (progress, log) as tasks: at most ``limit`` at once, the rest
-    skipped with a warning; a failure is logged, never left unretrieved."""
-
-    def __init__(self, limit: int = MAX_CALLBACK_TASKS) -> None:
-        self.limit = limit
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.skipped = 0
-
-    def run(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
-        if len(self.tasks) >= self.limit:
-            coro.close()
-            self.skipped += 1
-            if self.skipped == 1 or self.skipped % 1000 == 0:
-                log.warning(
-                    "%d %s callbacks are still running; skipped %d so far",
-                    self.limit,
-                    what,
-                    self.skipped,
-                )
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("an async callback failed", exc_info=task.exception())
 
 
 class Channel(Protocol):
@@ -103,25 +65,7 @@ class Channel(Protocol):
     async def aclose(self) -> None: ...
 
 
-@dataclass(eq=False)
-class _Pending:
-    id: RequestId
-    method: str
-    future: asyncio.Future[Any]
-    timeout: float | None
-    on_progress: ProgressCallback | None = None
-    token: RequestId | None = None
-    on_notification: NotificationCallback | None = None
-    deadline: float | None = None
-    """Loop time by which an answer (or progress) must come; pushed back by progress."""
-    max_timeout: float | None = None
-    hard_deadline: float | None = None
-    """Loop time of ``max_timeout``, never pushed back."""
-    progressed: bool = False
-    cancellable: bool = True
-
-
-class Session:
+class Session(Deadlines):
     """Correlates the messages of one connection. Feed it bytes; it resolves futures.
 
     Notifications that belong to no request (progress and listen streams are routed here)
@@ -157,9 +101,9 @@ class Session:
         self._inbound = Inbound(
             max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
         )
-        self._pending: dict[RequestId, _Pending] = {}
-        self._tokens: dict[RequestId, _Pending] = {}
-        self._listeners: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
+        self._tokens: dict[RequestId, Pending] = {}
+        self._listeners: dict[RequestId, Pending] = {}
         self._served: dict[RequestId, asyncio.Task[None]] = {}
         self.max_server_requests = max_server_requests
         self.refused = 0
@@ -394,7 +338,7 @@ class Session:
         except Exception:
             log.exception("notification handler failed for %s", method)
 
-    def _progress(self, p: _Pending, params: dict[str, Any]) -> None:
+    def _progress(self, p: Pending, params: dict[str, Any]) -> None:
         if p.timeout is not None and p.deadline is not None:
             p.deadline = self.loop.time() + p.timeout  # the sweep timer sees it when it fires
             p.progressed = True
@@ -509,7 +453,7 @@ class Session:
         if self.closed:
             raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
         rid = next(self._ids)
-        p = _Pending(
+        p = Pending(
             rid, method, self.loop.create_future(), timeout, on_progress, cancellable=cancellable
         )
         if on_progress is not None:
@@ -546,56 +490,13 @@ class Session:
         finally:
             self._forget(p)
 
-    def _forget(self, p: _Pending) -> None:
+    def _forget(self, p: Pending) -> None:
         self._pending.pop(p.id, None)
         self._listeners.pop(p.id, None)
         if p.token is not None:
             self._tokens.pop(p.token, None)
 
-    def _arm(self, when: float) -> None:
-        """Make sure the sweep runs no later than ``when``."""
-        if self._sweep is not None:
-            if self._sweep_at <= when:
-                return
-            self._sweep.cancel()
-        self._sweep_at = when
-        self._sweep = self.loop.call_at(when, self._expire_due)
-
-    def _expire_due(self) -> None:
-        """Time out every request past a deadline; re-arm for the earliest one left."""
-        self._sweep = None
-        now = self.loop.time() + 1e-6  # a timer may fire within the clock's resolution
-        due: list[tuple[float, _Pending, str]] = []
-        upcoming: float | None = None
-        for p in self._pending.values():
-            hard, soft = p.hard_deadline, p.deadline
-            if hard is not None and hard <= now and (soft is None or hard <= soft):
-                due.append((hard, p, f"no answer within the {p.max_timeout:g}s maximum"))
-            elif soft is not None and soft <= now:
-                what = "no answer or progress for" if p.progressed else "no answer within"
-                due.append((soft, p, f"{what} {p.timeout:g}s"))
-            else:
-                for when in (soft, hard):
-                    if when is not None and (upcoming is None or when < upcoming):
-                        upcoming = when
-        for _, p, why in sorted(due, key=lambda d: d[0]):
-            self._expire(p, why)
-        if upcoming is not None and not self.closed:
-            self._arm(upcoming)
-
-    def _expire(self, p: _Pending, why: str) -> None:
-        if p.id not in self._pending:
-            return
-        self._forget(p)
-        if p.cancellable:
-            self.cancel_quietly(p.id, f"timed out: {why}")
-        if not p.future.done():
-            tail = "; it was cancelled" if p.cancellable else ""
-            p.future.set_exception(
-                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}{tail}")
-            )
-
-    def _fail(self, p: _Pending, exc: ClientError) -> None:
+    def _fail(self, p: Pending, exc: ClientError) -> None:
         self._forget(p)
         if p.cancellable and not self.closed:
             self.cancel_quietly(p.id, str(exc))
