@@ -35,19 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
-import os
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..errors import AuthError
+from ._oauth_redirects import browser_redirect, fetch_redirect, loopback_redirect_uri
+from ._oauth_stores import FileTokenStore, MemoryTokenStore, TokenStore, config_dir
+from ._oauth_urls import canonical, covers, default_endpoints, origin_of, parse_challenges, short
 
 if TYPE_CHECKING:
     import httpx2
@@ -65,218 +63,6 @@ OFFLINE_ACCESS = "offline_access"
 MAX_METADATA_BYTES = 256 * 1024
 EXPIRY_MARGIN = 30.0
 """Seconds before its expiry that a token is refreshed."""
-
-_PARAM = re.compile(r'\s*([A-Za-z0-9_\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
-
-
-# --- stores ----------------------------------------------------------------------------------
-
-
-class TokenStore(Protocol):
-    """Keeps what authorization produced (tokens, registered clients) under a key."""
-
-    async def load(self, key: str) -> dict[str, Any] | None: ...
-
-    async def save(self, key: str, value: dict[str, Any]) -> None: ...
-
-
-class MemoryTokenStore:
-    """Tokens for the life of this process (the default)."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, dict[str, Any]] = {}
-
-    async def load(self, key: str) -> dict[str, Any] | None:
-        value = self._data.get(key)
-        return dict(value) if value is not None else None
-
-    async def save(self, key: str, value: dict[str, Any]) -> None:
-        self._data[key] = dict(value)
-
-    def __repr__(self) -> str:
-        return f"MemoryTokenStore({len(self._data)} entries)"
-
-
-def config_dir() -> Path:
-    """The user's config directory for mcpline (``$XDG_CONFIG_HOME/mcpline``)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "mcpline"
-
-
-class FileTokenStore:
-    """One JSON file per key in ``directory`` (default ``<config dir>/oauth``): the directory
-    ``0700``, each file ``0600``, written atomically."""
-
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else config_dir() / "oauth"
-
-    def _path(self, key: str) -> Path:
-        return self.directory / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
-
-    async def load(self, key: str) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
-
-    async def save(self, key: str, value: dict[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.directory, 0o700)
-        path = self._path(key)
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-
-    def __repr__(self) -> str:
-        return f"FileTokenStore({str(self.directory)!r})"
-
-
-# --- the user's side -------------------------------------------------------------------------
-
-
-async def fetch_redirect(url: str, redirect_uri: str) -> str:
-    """Request the authorization URL and return where it redirects (no browser, no user):
-    for authorization servers that consent at once, as test servers do."""
-    import httpx2
-
-    async with httpx2.AsyncClient(follow_redirects=False, timeout=30.0) as http:
-        for _ in range(10):
-            response = await http.get(url)
-            location = response.headers.get("location")
-            if response.status_code not in (301, 302, 303, 307, 308) or location is None:
-                raise AuthError(
-                    f"the authorization endpoint answered HTTP {response.status_code} "
-                    "without redirecting back"
-                )
-            url = str(response.url.join(location))
-            if url.startswith(redirect_uri.split("?")[0]):
-                return url
-    raise AuthError("the authorization endpoint redirected too many times")
-
-
-async def browser_redirect(url: str, redirect_uri: str, *, timeout: float = 300.0) -> str:
-    """Open ``url`` in a browser and wait (at most ``timeout`` seconds) for the one request
-    to ``redirect_uri``, a loopback address this listens on."""
-    import webbrowser
-
-    parts = urlsplit(redirect_uri)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1") or parts.port is None:
-        raise AuthError("browser_redirect needs a loopback redirect_uri with a port")
-    got: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-
-    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = await asyncio.wait_for(reader.readline(), 10.0)
-            parts_ = line.decode("latin-1").split(" ")
-            target = parts_[1] if len(parts_) >= 2 else ""
-            if urlsplit(target).path == parts.path and not got.done():
-                got.set_result(urlunsplit((parts.scheme, parts.netloc, *urlsplit(target)[2:])))
-                body = b"Authorization complete: you can close this window."
-                status = b"200 OK"
-            else:
-                body, status = b"Not found", b"404 Not Found"
-            writer.write(
-                b"HTTP/1.1 "
-                + status
-                + b"\r\nContent-Type: text/plain\r\nContent-Length: "
-                + str(len(body)).encode()
-                + b"\r\nConnection: close\r\n\r\n"
-                + body
-            )
-            await writer.drain()
-        except (OSError, asyncio.TimeoutError):
-            pass
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(on_connect, parts.hostname, parts.port)
-    try:
-        print(f"Open this URL to authorize: {url}", flush=True)
-        with contextlib.suppress(Exception):
-            webbrowser.open(url)
-        try:
-            return await asyncio.wait_for(got, timeout)
-        except asyncio.TimeoutError:
-            raise AuthError(f"no authorization within {timeout:g}s") from None
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-def loopback_redirect_uri(path: str = "/callback") -> str:
-    """A redirect URI on a free loopback port (RFC 8252, section 7.3)."""
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}{path}"
-
-
-# --- helpers ---------------------------------------------------------------------------------
-
-
-def parse_challenges(values: Sequence[str]) -> dict[str, str]:
-    """The parameters of the ``Bearer`` challenge among ``WWW-Authenticate`` values."""
-    for value in values:
-        scheme, _, rest = value.strip().partition(" ")
-        if scheme.lower() != "bearer":
-            continue
-        params: dict[str, str] = {}
-        for m in _PARAM.finditer(rest):
-            v = m.group(2)
-            if v.startswith('"') and v.endswith('"') and len(v) >= 2:
-                v = re.sub(r"\\(.)", r"\1", v[1:-1])
-            params[m.group(1).lower()] = v
-        return params
-    return {}
-
-
-def canonical(url: str) -> str:
-    """The canonical URI of an MCP server (RFC 8707): lowercase scheme and host, no fragment
-    or query, no trailing slash."""
-    parts = urlsplit(url)
-    netloc = (parts.hostname or "").lower()
-    if ":" in netloc:
-        netloc = f"[{netloc}]"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path.rstrip("/"), "", ""))
-
-
-def covers(resource: str, url: str) -> bool:
-    """True when protected resource ``resource`` includes the MCP server at ``url`` (same
-    origin, and its path is a prefix of the server's, segment-wise)."""
-    r, u = urlsplit(canonical(resource)), urlsplit(canonical(url))
-    if (r.scheme, r.netloc) != (u.scheme, u.netloc):
-        return False
-    rp = r.path.rstrip("/")
-    return u.path == rp or u.path.startswith(rp + "/") or not rp
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-
-
-def _default_endpoints(origin: str) -> dict[str, Any]:
-    """The endpoints a 2025-03-26 authorization server without metadata has
-    (2025-03-26 basic/authorization#fallbacks-for-servers-without-metadata-discovery)."""
-    return {
-        "issuer": origin,
-        "authorization_endpoint": origin + "/authorize",
-        "token_endpoint": origin + "/token",
-        "registration_endpoint": origin + "/register",
-        "code_challenge_methods_supported": ["S256"],
-    }
-
-
-def _short(text: Any, limit: int = 200) -> str:
-    return " ".join(str(text).split())[:limit]
 
 
 # --- the flow --------------------------------------------------------------------------------
@@ -446,8 +232,8 @@ class OAuth:
         parts = urlsplit(url)
         path = parts.path.rstrip("/")
         if path:
-            candidates.append(_origin(url) + PRM_WELL_KNOWN + path)
-        candidates.append(_origin(url) + PRM_WELL_KNOWN)
+            candidates.append(origin_of(url) + PRM_WELL_KNOWN + path)
+        candidates.append(origin_of(url) + PRM_WELL_KNOWN)
         for candidate in candidates:
             data = await self._get_json(http, candidate)
             if data is not None and isinstance(data.get("authorization_servers"), list):
@@ -466,7 +252,7 @@ class OAuth:
         the spec's order), whose ``issuer`` must be exactly the one looked up."""
         from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 
-        origin = _origin(issuer)
+        origin = origin_of(issuer)
         path = urlsplit(issuer).path.rstrip("/")
         if path:
             candidates = [
@@ -483,7 +269,7 @@ class OAuth:
                 continue
             if data.get("issuer") != issuer:
                 refused = (
-                    f"; {candidate} names the issuer {_short(data.get('issuer'), 100)!r}, "
+                    f"; {candidate} names the issuer {short(data.get('issuer'), 100)!r}, "
                     f"not {issuer!r}"
                 )
                 continue
@@ -608,16 +394,16 @@ class OAuth:
         if prm is None:
             # A 2025-03-26 server: no resource metadata; the authorization server is the
             # server's origin, with its metadata or, failing that, the default endpoints.
-            issuer, resource, prm = _origin(url), canonical(url), {}
+            issuer, resource, prm = origin_of(url), canonical(url), {}
             try:
                 meta = await self._server_metadata(http, issuer)
             except AuthError:
-                meta = _default_endpoints(issuer)
+                meta = default_endpoints(issuer)
         else:
             named = prm.get("resource")
             if not isinstance(named, str) or not covers(named, url):
                 raise AuthError(
-                    f"the protected resource metadata is for {_short(named, 100)!r}, "
+                    f"the protected resource metadata is for {short(named, 100)!r}, "
                     f"not for {canonical(url)}; refusing to authorize"
                 )
             resource = named
@@ -659,8 +445,8 @@ class OAuth:
             raise AuthError("the authorization response's iss is not the issuer; refused")
         if one("error") is not None:
             raise AuthError(
-                f"authorization refused: {_short(one('error'), 80)}"
-                + (f" ({_short(one('error_description'))})" if one("error_description") else "")
+                f"authorization refused: {short(one('error'), 80)}"
+                + (f" ({short(one('error_description'))})" if one("error_description") else "")
             )
         code = one("code")
         if not code:
@@ -721,9 +507,9 @@ class OAuth:
         if response.status_code != 200 or not isinstance(data, dict):
             why = ""
             if isinstance(data, dict) and isinstance(data.get("error"), str):
-                why = f": {_short(data['error'], 80)}"
+                why = f": {short(data['error'], 80)}"
                 if isinstance(data.get("error_description"), str):
-                    why += f" ({_short(data['error_description'])})"
+                    why += f" ({short(data['error_description'])})"
             raise AuthError(
                 f"the token endpoint of {issuer} refused ({form['grant_type']}): "
                 f"HTTP {response.status_code}{why}"
