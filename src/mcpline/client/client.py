@@ -3,54 +3,33 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import jsonrpc
-from .._version import version
-from ..errors import (
-    ClientClosed,
-    ClientError,
-    ConnectionLost,
-    ProtocolError,
-    RequestTimeout,
-    ServerError,
-)
-from ..jsonrpc import RequestId
-from ..protocol.meta import modern_meta
+from ..errors import ProtocolError, RequestTimeout, ServerError
 from ..spec import (
-    ACKNOWLEDGED,
     COMPLETE,
     DISCOVER,
     HEADER_MISMATCH,
     IDEMPOTENT_METHODS,
-    INITIALIZE,
     LIST_CHANGED,
-    LISTEN,
-    MESSAGE,
-    MRTR_METHODS,
     PROMPTS_GET,
     PROMPTS_LIST,
-    PYTHON_LOG_LEVEL,
-    RESOURCE_UPDATED,
     RESOURCES_LIST,
     RESOURCES_READ,
     RESOURCES_TEMPLATES_LIST,
-    SET_LEVEL,
-    SUBSCRIBE,
-    TASKS_EXTENSION,
     TOOLS_CALL,
     TOOLS_LIST,
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
-from .era import LEGACY, MODERN, FallBack, ServerDescription
-from .mrtr import InputHandler, InputHandlers, result_type, run_rounds
+from ._link import Link, Links
+from ._listener import Listener, ServerNotification
+from .era import MODERN, ServerDescription
+from .mrtr import InputHandler, InputHandlers
 from .options import ClientOptions, LogCallback
 from .session import (
     MAX_SERVER_REQUESTS,
@@ -58,7 +37,6 @@ from .session import (
     Channel,
     NotificationCallback,
     ProgressCallback,
-    Session,
     Trace,
 )
 from .tasks import StatusCallback, TaskHandle, is_task
@@ -74,41 +52,13 @@ _UNSET: Any = object()
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class ServerNotification:
-    """A notification delivered on a listen stream. ``synthesized`` marks the stand-in
-    acknowledgement of a legacy server, which has no ``subscriptions/listen``: it never
-    crossed the wire."""
-
-    method: str
-    params: dict[str, Any]
-    synthesized: bool = False
-
-    def to_message(self) -> dict[str, Any]:
-        return jsonrpc.notification(self.method, self.params)
-
-
-@dataclass
-class _Link:
-    session: Session
-    channel: Channel
-    description: ServerDescription
-    opened_at: float = 0.0
-    meta: dict[str, Any] | None = None
-    """The ``_meta`` of this connection's modern requests (the same for each of them)."""
-
-    @property
-    def alive(self) -> bool:
-        return not self.session.closed
-
-
 def _split(transport: type[Any], options: dict[str, Any], *given: str) -> dict[str, Any]:
     """Take out of ``options`` the fields of the ``transport`` dataclass (but ``given``)."""
     names = {f.name for f in dataclasses.fields(transport)} - set(given)
     return {name: options.pop(name) for name in list(options) if name in names}
 
 
-class Client:
+class Client(Links):
     """An MCP client for one server: ``Client(transport, **options)``.
 
     The transport says how to reach the server: `StdioServer` (launch a command) or
@@ -181,7 +131,7 @@ class Client:
         self._deadline_at: float | None = None
         self._callbacks = CallbackTasks()
         self._ids = itertools.count(1)
-        self._link: _Link | None = None
+        self._link: Link | None = None
         self._opening: Channel | None = None
         """The channel whose handshake is under way."""
         self._description: ServerDescription | None = None
@@ -302,206 +252,7 @@ class Client:
             await link.channel.aclose()
             self.returncode = getattr(link.channel, "returncode", None)
 
-    def _lock(self) -> asyncio.Lock:
-        if self._start_lock is None:
-            self._start_lock = asyncio.Lock()
-        return self._start_lock
-
-    async def _ensure_link(self) -> _Link:
-        link = self._link
-        if link is not None and link.alive:
-            return link
-        async with self._lock():
-            while True:
-                if self._closed:
-                    raise ClientClosed("the client is closed")
-                link = self._link
-                if link is not None and link.alive:
-                    return link
-                if link is not None:
-                    self._link = None
-                    if (
-                        asyncio.get_running_loop().time() - link.opened_at
-                        >= self.options.stable_after
-                    ):
-                        self._failures = 0  # it ran fine for a while: a new series of restarts
-                    reason = link.session.close_reason
-                    self._last_loss = str(reason) if reason else "connection lost"
-                    await link.channel.aclose()
-                    await self._backoff()
-                try:
-                    self._link = await self._open_link()
-                except ClientError as exc:
-                    if self._closed:
-                        raise ClientClosed("the client is closed") from exc
-                    if not (isinstance(exc, ConnectionLost) and exc.retriable):
-                        raise
-                    self._last_loss = str(exc)
-                    await self._backoff()
-                    continue
-                if self._closed:
-                    # aclose() ran while this link was opening and could not see it.
-                    link, self._link = self._link, None
-                    await link.channel.aclose()
-                    raise ClientClosed("the client is closed")
-                return self._link
-
-    async def _backoff(self) -> None:
-        o = self.options
-        self._failures += 1
-        if self._failures > o.max_restarts:
-            self._failures = 0  # the next request starts a fresh series of attempts
-            raise ConnectionLost(
-                f"gave up after {o.max_restarts} restarts; last failure: {self._last_loss}",
-                retriable=False,
-            )
-        self.restarts += 1
-        delay = min(o.restart_backoff * 2 ** (self._failures - 1), o.max_backoff)
-        log.warning("server unavailable (%s); retrying in %.2fs", self._last_loss, delay)
-        await asyncio.sleep(delay)
-
-    async def _open_link(self) -> _Link:
-        o = self.options
-        session = Session(
-            self._on_notification,
-            self._handlers.answer,
-            ids=self._ids,
-            max_line_bytes=o.max_line_bytes,
-            trace=o.trace,
-            label=self.transport.label,
-            max_server_requests=o.max_server_requests,
-        )
-        session.tool_headers = self._tool_headers
-        channel = await self.transport.open(session)
-        self._opening = channel
-        try:
-            description = await self._handshake(session)
-        except BaseException:
-            await channel.aclose()
-            raise
-        finally:
-            self._opening = None
-        return _Link(session, channel, description, asyncio.get_running_loop().time())
-
-    async def _handshake(self, session: Session) -> ServerDescription:
-        caps = self._handlers.capabilities()
-        cached = self._description
-        want = cached.era if cached is not None else self.options.era
-        if want == MODERN and cached is not None:
-            desc = cached
-        elif want == LEGACY or (want == "auto" and self._probe_deaths >= 2):
-            version = cached.protocol_version if cached is not None else None
-            desc = await self._initialize(session, caps, version, reprobe=want == "auto")
-        else:
-            try:
-                desc = await era_mod.probe(
-                    session,
-                    caps=self._modern_caps(),
-                    info=self._client_info(),
-                    timeout=self.options.probe_timeout,
-                )
-            except FallBack as fb:
-                if want == MODERN:
-                    raise ProtocolError(
-                        f"the server did not answer as a modern server: {fb}"
-                    ) from None
-                if fb.died:
-                    # Restart: probe once more, then (a legacy server that exits on
-                    # unknown traffic) go straight to initialize.
-                    self._probe_deaths += 1
-                    raise ConnectionLost(str(fb)) from None
-                log.info("falling back to the legacy handshake: %s", fb)
-                desc = await self._initialize(session, caps, fb.version, reprobe=fb.version is None)
-        session.accept_requests = desc.era == LEGACY
-        level = self.options.log_level
-        if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
-            await session.request(SET_LEVEL, {"level": level}, timeout=self.options.timeout)
-        self._description = desc
-        return desc
-
-    async def _initialize(
-        self, session: Session, caps: dict[str, Any], version: str | None, *, reprobe: bool
-    ) -> ServerDescription:
-        """The legacy handshake; if the answer shows a modern server after all (a slow
-        starter that missed the probe), probe again with the full request timeout."""
-        session.accept_requests = True  # a legacy server may ping before initialize is answered
-        try:
-            return await era_mod.initialize(
-                session,
-                caps=caps,
-                info=self._client_info(),
-                timeout=self.options.timeout,
-                version=version,
-            )
-        except ServerError as exc:
-            if not (reprobe and era_mod.points_to_modern(exc)):
-                raise
-            log.info("%s refused in a modern way (%s); probing again", INITIALIZE, exc)
-            try:
-                return await era_mod.probe(
-                    session,
-                    caps=self._modern_caps(),
-                    info=self._client_info(),
-                    timeout=self.options.timeout,
-                )
-            except FallBack as fb:
-                raise ProtocolError(f"the server answers neither era: {fb}") from None
-
-    # --- what the session hands on --------------------------------------------------------
-
-    def _on_notification(self, method: str, params: Any) -> None:
-        if method == MESSAGE and isinstance(params, dict):
-            if self.options.on_log is not None:
-                res = self.options.on_log(params)
-                if asyncio.iscoroutine(res):
-                    self._callbacks.run(res, "on_log")
-            else:
-                level = PYTHON_LOG_LEVEL.get(str(params.get("level")), logging.INFO)
-                logging.getLogger("mcpline.client.server_log").log(
-                    level, "%s", params.get("data"), extra={"logger_name": params.get("logger")}
-                )
-            return
-        if self._description is not None and self._description.era == LEGACY:
-            for listener in list(self._listeners):
-                listener._legacy_notification(method, params)
-        if self.options.on_notification is not None:
-            self.options.on_notification(method, params)
-        else:
-            log.debug("notification %s from the server", method)
-
     # --- requests -------------------------------------------------------------------------
-
-    def _client_info(self) -> dict[str, Any]:
-        """``client_info``, by default mcpline's name and installed version: read when the
-        first request needs it, once the server is starting (loading the package metadata
-        takes longer than importing the client)."""
-        if self._info is None:
-            self._info = {"name": "mcpline", "version": version()}
-        return self._info
-
-    def _modern_caps(self) -> dict[str, Any]:
-        """The client capabilities of a modern request: the input callbacks' and, unless
-        ``tasks=False``, the tasks extension."""
-        caps = self._handlers.capabilities()
-        if self.options.tasks:
-            caps["extensions"] = {TASKS_EXTENSION: {}}
-        return caps
-
-    def _params(self, link: _Link, params: dict[str, Any]) -> dict[str, Any]:
-        if link.description.era != MODERN:
-            return params
-        if link.meta is None:
-            link.meta = modern_meta(
-                link.description.protocol_version,
-                self._modern_caps(),
-                self._client_info(),
-                log_level=self.options.log_level,
-            )
-        p = dict(params)
-        meta = dict(p.get("_meta") or {})
-        meta.update(link.meta)
-        p["_meta"] = meta
-        return p
 
     async def request(
         self,
@@ -545,58 +296,6 @@ class Client:
         return await self._within(
             method, self._request(method, params, t, mt, on_progress, idempotent)
         )
-
-    async def _request(
-        self,
-        method: str,
-        params: dict[str, Any],
-        t: float | None,
-        mt: float | None,
-        on_progress: ProgressCallback | None,
-        idempotent: bool,
-    ) -> dict[str, Any]:
-        resent = 0
-        while True:
-            link = await self._ensure_link()
-            try:
-                result = await self._once(link, method, params, t, mt, on_progress)
-            except ConnectionLost as exc:
-                if not (idempotent and exc.retriable) or self._closed:
-                    raise
-                resent += 1
-                if resent > self.options.max_restarts:  # whatever the restart series says
-                    raise ConnectionLost(
-                        f"{method} was lost {resent} times with the server; gave up ({exc})",
-                        retriable=False,
-                    ) from exc
-                log.info("%s lost with the server (%s); sending it again", method, exc)
-                continue
-            self._failures = 0
-            return result
-
-    async def _once(
-        self,
-        link: _Link,
-        method: str,
-        params: dict[str, Any],
-        timeout: float | None,
-        max_timeout: float | None,
-        on_progress: ProgressCallback | None,
-    ) -> dict[str, Any]:
-        async def send(p: dict[str, Any]) -> dict[str, Any]:
-            return await link.session.request(  # type: ignore[no-any-return]
-                method,
-                self._params(link, p),
-                timeout=timeout,
-                max_timeout=max_timeout,
-                on_progress=on_progress,
-            )
-
-        if method in MRTR_METHODS:
-            return await run_rounds(send, method, params, self._handlers, self.options.max_rounds)
-        result = await send(params)
-        result_type(result, method)
-        return result
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""
@@ -817,181 +516,6 @@ class Client:
         if task_ids:
             filt["taskIds"] = list(task_ids)
         return Listener(self, filt, max_queue)
-
-
-_END: Any = object()
-
-_LEGACY_KINDS = {notification: flag for flag, notification in LIST_CHANGED.values()}
-"""A legacy server's list-changed notification → the listen filter flag that asks for it."""
-
-
-class Listener:
-    """A ``subscriptions/listen`` stream (legacy era: the session's unsolicited notifications)."""
-
-    def __init__(
-        self, client: Client, notifications: dict[str, Any], max_queue: int = 10_000
-    ) -> None:
-        self.client = client
-        self.filter = notifications
-        self.acknowledged: dict[str, Any] | None = None
-        self.request_id: RequestId | None = None
-        self.establishments = 0
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._max_queue = max_queue
-        self.dropped = 0
-        """Notifications dropped, oldest first, because the reader fell behind."""
-        self._task: asyncio.Task[None] | None = None
-        self._legacy_active = False
-
-    def __aiter__(self) -> AsyncIterator[ServerNotification]:
-        self._start()
-        return self
-
-    async def __aenter__(self) -> Listener:
-        self._start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def _start(self) -> None:
-        if self._task is None:
-            if self.client._closed:
-                raise ClientClosed("the client is closed")
-            self.client._listeners.add(self)
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def __anext__(self) -> ServerNotification:
-        self._start()
-        item = await self._queue.get()
-        if item is _END:
-            self._queue.put_nowait(_END)
-            raise StopAsyncIteration
-        if isinstance(item, BaseException):
-            self._queue.put_nowait(_END)
-            raise item
-        return item  # type: ignore[no-any-return]
-
-    async def aclose(self) -> None:
-        """Stop listening (``notifications/cancelled`` is sent for the listen request)."""
-        self.client._listeners.discard(self)
-        task = self._task
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ClientError):
-                await task
-        self._queue.put_nowait(_END)
-
-    def _put(self, item: Any) -> None:
-        if self._queue.qsize() >= self._max_queue:
-            self._queue.get_nowait()
-            self.dropped += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning(
-                    "listen queue full (%d): dropped %d notifications so far, oldest first",
-                    self._max_queue,
-                    self.dropped,
-                )
-        self._queue.put_nowait(item)
-
-    def _deliver(self, method: str, params: Any, *, synthesized: bool = False) -> None:
-        params = params if isinstance(params, dict) else {}
-        if method == ACKNOWLEDGED:
-            ack = params.get("notifications")
-            self.acknowledged = ack if isinstance(ack, dict) else {}
-        self._put(ServerNotification(method, params, synthesized))
-
-    def _legacy_notification(self, method: str, params: Any) -> None:
-        if not self._legacy_active:
-            return
-        kind = _LEGACY_KINDS.get(method)
-        if (
-            kind is not None
-            and self.filter.get(kind)
-            or method == RESOURCE_UPDATED
-            and self.filter.get("resourceSubscriptions")
-        ):
-            self._deliver(method, params)
-
-    async def _run(self) -> None:
-        client = self.client
-        loop = asyncio.get_running_loop()
-        quick = 0
-        try:
-            while True:
-                link = await client._ensure_link()
-                self.establishments += 1
-                began = loop.time()
-                try:
-                    if link.description.era == MODERN:
-                        await self._listen_modern(link)
-                        self._put(_END)  # the server closed the stream gracefully
-                        return
-                    await self._listen_legacy(link)
-                except ConnectionLost as exc:
-                    if not exc.retriable or client._closed:
-                        raise
-                    log.info("listen stream lost (%s); re-establishing it", exc)
-                    # A stream the server keeps ending at once (HTTP) is retried with backoff.
-                    o = client.options
-                    quick = quick + 1 if loop.time() - began < o.stable_after else 0
-                    if quick > 1:
-                        await asyncio.sleep(
-                            min(o.restart_backoff * 2 ** (quick - 2), o.max_backoff)
-                        )
-        except Exception as exc:  # a ClientError, or anything unexpected: the reader sees it
-            self._put(exc)
-
-    async def _listen_modern(self, link: _Link) -> None:
-        def sent(rid: RequestId) -> None:
-            self.request_id = rid
-
-        params = self.client._params(link, {"notifications": self.filter})
-        result = await link.session.request(
-            LISTEN,
-            params,
-            timeout=None,
-            max_timeout=None,
-            on_notification=self._deliver,
-            on_sent=sent,
-        )
-        result_type(result, LISTEN)
-
-    async def _listen_legacy(self, link: _Link) -> None:
-        caps = link.description.capabilities
-        honoured: dict[str, Any] = {}
-        for cap, (kind, _) in LIST_CHANGED.items():
-            if (
-                self.filter.get(kind)
-                and isinstance(caps.get(cap), dict)
-                and caps[cap].get("listChanged")
-            ):
-                honoured[kind] = True
-        uris = self.filter.get("resourceSubscriptions") or []
-        res_caps = caps.get("resources")
-        if uris and isinstance(res_caps, dict) and res_caps.get("subscribe"):
-            done = []
-            for uri in uris:
-                try:
-                    await link.session.request(
-                        SUBSCRIBE, {"uri": uri}, timeout=self.client.options.timeout
-                    )
-                    done.append(uri)
-                except ServerError as exc:
-                    log.info("%s %s refused: %s", SUBSCRIBE, uri, exc)
-            if done:
-                honoured["resourceSubscriptions"] = done
-        self._legacy_active = True
-        self._deliver(
-            ACKNOWLEDGED,
-            {"notifications": honoured},
-            synthesized=True,
-        )
-        try:
-            lost = await asyncio.shield(link.session.lost)
-        finally:
-            self._legacy_active = False
-        raise lost
 
 
 __all__ = ["Client", "Listener", "ServerNotification"]

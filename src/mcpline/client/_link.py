@@ -1,0 +1,327 @@
+"""The link of a `mcpline.client.Client` to its server (`Link`: one session and channel) and
+`Links`, the base class of `Client` that keeps it: opening it and learning the era, opening
+it again after a loss (with backoff), handing on what the session receives, and sending a
+request on it (again on a new link when it was lost and may be resent)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from itertools import count
+from typing import TYPE_CHECKING, Any
+
+from .._version import version
+from ..errors import ClientClosed, ClientError, ConnectionLost, ProtocolError, ServerError
+from ..protocol.meta import modern_meta
+from ..spec import (
+    INITIALIZE,
+    MESSAGE,
+    MRTR_METHODS,
+    PYTHON_LOG_LEVEL,
+    SET_LEVEL,
+    TASKS_EXTENSION,
+)
+from . import era as era_mod
+from .era import LEGACY, MODERN, FallBack, ServerDescription
+from .mrtr import InputHandlers, result_type, run_rounds
+from .options import ClientOptions
+from .session import CallbackTasks, Channel, ProgressCallback, Session
+from .transports import Transport
+
+if TYPE_CHECKING:
+    from ._listener import Listener
+
+log = logging.getLogger("mcpline.client")
+
+
+@dataclass
+class Link:
+    session: Session
+    channel: Channel
+    description: ServerDescription
+    opened_at: float = 0.0
+    meta: dict[str, Any] | None = None
+    """The ``_meta`` of this connection's modern requests (the same for each of them)."""
+
+    @property
+    def alive(self) -> bool:
+        return not self.session.closed
+
+
+class Links:
+    """The part of `Client` (its base class) that keeps the link to the server."""
+
+    transport: Transport
+    options: ClientOptions
+    restarts: int
+    _handlers: InputHandlers
+    _info: dict[str, Any] | None
+    _callbacks: CallbackTasks
+    _ids: count[int]
+    _link: Link | None
+    _opening: Channel | None
+    _description: ServerDescription | None
+    _start_lock: asyncio.Lock | None
+    _failures: int
+    _last_loss: str
+    _probe_deaths: int
+    _closed: bool
+    _tool_headers: dict[str, Any]
+    _listeners: set[Listener]
+
+    def _lock(self) -> asyncio.Lock:
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        return self._start_lock
+
+    async def _ensure_link(self) -> Link:
+        link = self._link
+        if link is not None and link.alive:
+            return link
+        async with self._lock():
+            while True:
+                if self._closed:
+                    raise ClientClosed("the client is closed")
+                link = self._link
+                if link is not None and link.alive:
+                    return link
+                if link is not None:
+                    self._link = None
+                    if (
+                        asyncio.get_running_loop().time() - link.opened_at
+                        >= self.options.stable_after
+                    ):
+                        self._failures = 0  # it ran fine for a while: a new series of restarts
+                    reason = link.session.close_reason
+                    self._last_loss = str(reason) if reason else "connection lost"
+                    await link.channel.aclose()
+                    await self._backoff()
+                try:
+                    self._link = await self._open_link()
+                except ClientError as exc:
+                    if self._closed:
+                        raise ClientClosed("the client is closed") from exc
+                    if not (isinstance(exc, ConnectionLost) and exc.retriable):
+                        raise
+                    self._last_loss = str(exc)
+                    await self._backoff()
+                    continue
+                if self._closed:
+                    # aclose() ran while this link was opening and could not see it.
+                    link, self._link = self._link, None
+                    await link.channel.aclose()
+                    raise ClientClosed("the client is closed")
+                return self._link
+
+    async def _backoff(self) -> None:
+        o = self.options
+        self._failures += 1
+        if self._failures > o.max_restarts:
+            self._failures = 0  # the next request starts a fresh series of attempts
+            raise ConnectionLost(
+                f"gave up after {o.max_restarts} restarts; last failure: {self._last_loss}",
+                retriable=False,
+            )
+        self.restarts += 1
+        delay = min(o.restart_backoff * 2 ** (self._failures - 1), o.max_backoff)
+        log.warning("server unavailable (%s); retrying in %.2fs", self._last_loss, delay)
+        await asyncio.sleep(delay)
+
+    async def _open_link(self) -> Link:
+        o = self.options
+        session = Session(
+            self._on_notification,
+            self._handlers.answer,
+            ids=self._ids,
+            max_line_bytes=o.max_line_bytes,
+            trace=o.trace,
+            label=self.transport.label,
+            max_server_requests=o.max_server_requests,
+        )
+        session.tool_headers = self._tool_headers
+        channel = await self.transport.open(session)
+        self._opening = channel
+        try:
+            description = await self._handshake(session)
+        except BaseException:
+            await channel.aclose()
+            raise
+        finally:
+            self._opening = None
+        return Link(session, channel, description, asyncio.get_running_loop().time())
+
+    async def _handshake(self, session: Session) -> ServerDescription:
+        caps = self._handlers.capabilities()
+        cached = self._description
+        want = cached.era if cached is not None else self.options.era
+        if want == MODERN and cached is not None:
+            desc = cached
+        elif want == LEGACY or (want == "auto" and self._probe_deaths >= 2):
+            version = cached.protocol_version if cached is not None else None
+            desc = await self._initialize(session, caps, version, reprobe=want == "auto")
+        else:
+            try:
+                desc = await era_mod.probe(
+                    session,
+                    caps=self._modern_caps(),
+                    info=self._client_info(),
+                    timeout=self.options.probe_timeout,
+                )
+            except FallBack as fb:
+                if want == MODERN:
+                    raise ProtocolError(
+                        f"the server did not answer as a modern server: {fb}"
+                    ) from None
+                if fb.died:
+                    # Restart: probe once more, then (a legacy server that exits on
+                    # unknown traffic) go straight to initialize.
+                    self._probe_deaths += 1
+                    raise ConnectionLost(str(fb)) from None
+                log.info("falling back to the legacy handshake: %s", fb)
+                desc = await self._initialize(session, caps, fb.version, reprobe=fb.version is None)
+        session.accept_requests = desc.era == LEGACY
+        level = self.options.log_level
+        if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
+            await session.request(SET_LEVEL, {"level": level}, timeout=self.options.timeout)
+        self._description = desc
+        return desc
+
+    async def _initialize(
+        self, session: Session, caps: dict[str, Any], version: str | None, *, reprobe: bool
+    ) -> ServerDescription:
+        """The legacy handshake; if the answer shows a modern server after all (a slow
+        starter that missed the probe), probe again with the full request timeout."""
+        session.accept_requests = True  # a legacy server may ping before initialize is answered
+        try:
+            return await era_mod.initialize(
+                session,
+                caps=caps,
+                info=self._client_info(),
+                timeout=self.options.timeout,
+                version=version,
+            )
+        except ServerError as exc:
+            if not (reprobe and era_mod.points_to_modern(exc)):
+                raise
+            log.info("%s refused in a modern way (%s); probing again", INITIALIZE, exc)
+            try:
+                return await era_mod.probe(
+                    session,
+                    caps=self._modern_caps(),
+                    info=self._client_info(),
+                    timeout=self.options.timeout,
+                )
+            except FallBack as fb:
+                raise ProtocolError(f"the server answers neither era: {fb}") from None
+
+    # --- what the session hands on --------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == MESSAGE and isinstance(params, dict):
+            if self.options.on_log is not None:
+                res = self.options.on_log(params)
+                if asyncio.iscoroutine(res):
+                    self._callbacks.run(res, "on_log")
+            else:
+                level = PYTHON_LOG_LEVEL.get(str(params.get("level")), logging.INFO)
+                logging.getLogger("mcpline.client.server_log").log(
+                    level, "%s", params.get("data"), extra={"logger_name": params.get("logger")}
+                )
+            return
+        if self._description is not None and self._description.era == LEGACY:
+            for listener in list(self._listeners):
+                listener._legacy_notification(method, params)
+        if self.options.on_notification is not None:
+            self.options.on_notification(method, params)
+        else:
+            log.debug("notification %s from the server", method)
+
+    def _client_info(self) -> dict[str, Any]:
+        """``client_info``, by default mcpline's name and installed version: read when the
+        first request needs it, once the server is starting (loading the package metadata
+        takes longer than importing the client)."""
+        if self._info is None:
+            self._info = {"name": "mcpline", "version": version()}
+        return self._info
+
+    def _modern_caps(self) -> dict[str, Any]:
+        """The client capabilities of a modern request: the input callbacks' and, unless
+        ``tasks=False``, the tasks extension."""
+        caps = self._handlers.capabilities()
+        if self.options.tasks:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
+        return caps
+
+    def _params(self, link: Link, params: dict[str, Any]) -> dict[str, Any]:
+        if link.description.era != MODERN:
+            return params
+        if link.meta is None:
+            link.meta = modern_meta(
+                link.description.protocol_version,
+                self._modern_caps(),
+                self._client_info(),
+                log_level=self.options.log_level,
+            )
+        p = dict(params)
+        meta = dict(p.get("_meta") or {})
+        meta.update(link.meta)
+        p["_meta"] = meta
+        return p
+
+    # --- requests on the link ------------------------------------------------------------
+
+    async def _request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        t: float | None,
+        mt: float | None,
+        on_progress: ProgressCallback | None,
+        idempotent: bool,
+    ) -> dict[str, Any]:
+        resent = 0
+        while True:
+            link = await self._ensure_link()
+            try:
+                result = await self._once(link, method, params, t, mt, on_progress)
+            except ConnectionLost as exc:
+                if not (idempotent and exc.retriable) or self._closed:
+                    raise
+                resent += 1
+                if resent > self.options.max_restarts:  # whatever the restart series says
+                    raise ConnectionLost(
+                        f"{method} was lost {resent} times with the server; gave up ({exc})",
+                        retriable=False,
+                    ) from exc
+                log.info("%s lost with the server (%s); sending it again", method, exc)
+                continue
+            self._failures = 0
+            return result
+
+    async def _once(
+        self,
+        link: Link,
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        max_timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        async def send(p: dict[str, Any]) -> dict[str, Any]:
+            return await link.session.request(  # type: ignore[no-any-return]
+                method,
+                self._params(link, p),
+                timeout=timeout,
+                max_timeout=max_timeout,
+                on_progress=on_progress,
+            )
+
+        if method in MRTR_METHODS:
+            return await run_rounds(send, method, params, self._handlers, self.options.max_rounds)
+        result = await send(params)
+        result_type(result, method)
+        return result
+
+
+__all__ = ["Link", "Links"]
