@@ -37,6 +37,7 @@ from ._annotations import (
 )
 from ._coerce import coerce_strings
 from ._docstrings import split_docstring
+from ._forms import Convert as Convert
 from ._forms import elicitation_form
 from ._jsonschema import (
     DIALECTS,
