@@ -75,7 +75,11 @@ class Inbound:
 
     def feed(self, data: bytes) -> list[Event]:
         """Add bytes; return the events they complete, in order."""
-        events = [self._event(item) for item in self._lines.feed(data)]
+        events: list[Event] = []
+        for item in self._lines.feed(data):
+            event = self._event(item)
+            if event is not None:
+                events.append(event)
         if self._reported is None:
             dropping = self._lines.discarding
             if dropping is not None:
@@ -85,7 +89,7 @@ class Inbound:
                     env.id, env.has_id, env.has_method, size, self._lines.max_line_bytes, False
                 )
                 events.append(self._reported)
-        return [e for e in events if e is not None]
+        return events
 
     def eof(self) -> list[Event]:
         """The stream ended: a final unterminated line counts as a line."""

@@ -92,7 +92,10 @@ class Connection:
         if self.closing.is_set():
             return
         for event in self._inbound.feed(data):
-            self._event(event)
+            if type(event) is Request:
+                self.handle_request(event)
+            else:
+                self._event(event)
 
     def eof_received(self) -> None:
         for event in self._inbound.eof():
