@@ -233,28 +233,8 @@ class MemoryServer(proc.ServerProcess):
     # --- the client side ------------------------------------------------------------------
 
     def _read_output(self) -> None:
-        """Split what the server wrote into lines and judge each, as the pipe reader does."""
-        pending = bytearray()
-        while True:
-            chunk = self._output.get()
-            if chunk is None:
-                break
-            self.stats.stdout_bytes += len(chunk)
-            pending += chunk
-            start = 0
-            while True:
-                nl = pending.find(b"\n", start)
-                if nl < 0:
-                    break
-                self._take(bytes(pending[start:nl]))
-                start = nl + 1
-            if start:
-                del pending[:start]
-        if pending:
-            self._take(bytes(pending), terminated=False)
-        with self.cond:
-            self.stdout_closed = True
-            self.cond.notify_all()
+        """Judge what the server wrote as the pipe reader does."""
+        self._read_lines(iter(self._output.get, None))
 
     def send_raw(self, data: bytes) -> bool:
         loop = self._loop

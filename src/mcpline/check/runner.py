@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +83,18 @@ class ProcessStats:
     """Lines that were one JSON object."""
     impure_before_first_message: int = 0
     """Impure lines written before the first JSON object: typically output at start-up."""
+
+
+def _chunks(fd: int) -> Iterator[bytes]:
+    """What can be read from ``fd`` until its end (or an error, taken as the end)."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
 
 
 def _excerpt(raw: bytes, limit: int = 160) -> str:
@@ -170,15 +182,13 @@ class ServerProcess:
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        self._read_lines(_chunks(self.proc.stdout.fileno()))
+
+    def _read_lines(self, chunks: Iterable[bytes]) -> None:
+        """Split what the server wrote, to its end, into lines and judge each; then mark its
+        stdout closed."""
         pending = bytearray()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
+        for chunk in chunks:
             self.stats.stdout_bytes += len(chunk)
             pending += chunk
             start = 0
@@ -204,14 +214,7 @@ class ServerProcess:
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        fd = self.proc.stderr.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
+        for chunk in _chunks(self.proc.stderr.fileno()):
             self.stderr_tail += chunk
             keep = self.stderr_keep
             if keep is not None and len(self.stderr_tail) > keep:
