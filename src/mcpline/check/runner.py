@@ -123,26 +123,14 @@ class ServerProcess:
         validate: bool = True,
         stderr_keep: int | None = STDERR_KEEP,
     ) -> None:
-        self.argv = argv
-        self.label = label
-        self.record = record
-        self.sink = sink
-        self.validate = validate
-        self.stats = ProcessStats()
-        self.received: list[Received] = []
-        self.responses: dict[tuple[str, Any], list[Received]] = {}
-        self.sent_methods: dict[tuple[str, Any], str] = {}
-        self.sent_era: dict[tuple[str, Any], str] = {}
-        self.progress_tokens: set[tuple[str, Any]] = set()
-        self.log_requested = False
-        self.legacy_session = False
-        self.stdout_closed = False
-        self.stderr_keep = stderr_keep
-        self.stderr_tail = bytearray()
-        """The last ``stderr_keep`` bytes of stderr (all of it when ``stderr_keep`` is None)."""
-        self.cond = threading.Condition()
-        self._ids = itertools.count(1)
-        self._write_lock = threading.Lock()
+        self._init_state(
+            argv,
+            label=label,
+            record=record,
+            sink=sink,
+            validate=validate,
+            stderr_keep=stderr_keep,
+        )
         full_env = dict(os.environ)
         if env:
             full_env.update(env)
@@ -168,6 +156,39 @@ class ServerProcess:
         ]
         for t in self._threads:
             t.start()
+
+    def _init_state(
+        self,
+        argv: list[str],
+        *,
+        label: str,
+        record: bool,
+        sink: Callable[[dict[str, Any]], None] | None,
+        validate: bool,
+        stderr_keep: int | None,
+    ) -> None:
+        """Everything but the process: what a driver without one (``tests/memory.py``) sets
+        up as well."""
+        self.argv = argv
+        self.label = label
+        self.record = record
+        self.sink = sink
+        self.validate = validate
+        self.stats = ProcessStats()
+        self.received: list[Received] = []
+        self.responses: dict[tuple[str, Any], list[Received]] = {}
+        self.sent_methods: dict[tuple[str, Any], str] = {}
+        self.sent_era: dict[tuple[str, Any], str] = {}
+        self.progress_tokens: set[tuple[str, Any]] = set()
+        self.log_requested = False
+        self.legacy_session = False
+        self.stdout_closed = False
+        self.stderr_keep = stderr_keep
+        self.stderr_tail = bytearray()
+        """The last ``stderr_keep`` bytes of stderr (all of it when ``stderr_keep`` is None)."""
+        self.cond = threading.Condition()
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()
 
     # --- reading --------------------------------------------------------------------------
 
