@@ -23,7 +23,6 @@ bench/results/bridge.md. Nothing here is a test: tests never assert speed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime as dt
@@ -182,13 +181,7 @@ def one_round(seconds: float) -> dict[str, dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(HERE / "results" / "bridge.md"))
+    ap = common.round_parser(__doc__, 2.0, HERE / "results" / "bridge.md")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.seconds = 1, 0.5

@@ -12,7 +12,6 @@ bottleneck) and the mcpline bench server. Written to bench/results/client.md.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import json
@@ -74,15 +73,9 @@ def run_worker(kind: str, server: str, seconds: float) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=1.5)
-    ap.add_argument("--quick", action="store_true")
+    ap = common.round_parser(__doc__, 1.5, HERE / "results" / "client.md")
     ap.add_argument("--worker", choices=CLIENTS)
     ap.add_argument("--server", choices=tuple(SERVERS), default="floor")
-    ap.add_argument("--out", default=str(HERE / "results" / "client.md"))
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(asyncio.run(worker(args.worker, args.server, args.seconds))))

@@ -3,6 +3,7 @@ figures, and writing a report."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -20,6 +21,19 @@ CLIENTS = ("mcpline", "mcp 2.3.0")
 
 Samples = dict[tuple[str, str], list[dict[str, Any]]]
 """(client, server) → one worker's figures per round."""
+
+
+def round_parser(doc: str | None, seconds: float, out: Path) -> argparse.ArgumentParser:
+    """The options of a benchmark run in interleaved rounds: ``--rounds`` (3), ``--seconds``
+    per figure, ``--quick`` and ``--out`` (the report's file)."""
+    ap = argparse.ArgumentParser(
+        description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=seconds)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(out))
+    return ap
 
 
 async def measure(

@@ -14,7 +14,6 @@ CPU per call says more about the client than the rate does. Written to bench/res
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import json
@@ -80,15 +79,9 @@ def start_server(script: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--quick", action="store_true")
+    ap = common.round_parser(__doc__, 2.0, HERE / "results" / "http_client.md")
     ap.add_argument("--worker", choices=CLIENTS)
     ap.add_argument("--url")
-    ap.add_argument("--out", default=str(HERE / "results" / "http_client.md"))
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(asyncio.run(worker(args.worker, args.url, args.seconds))))
