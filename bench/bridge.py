@@ -23,7 +23,6 @@ bench/results/bridge.md. Nothing here is a test: tests never assert speed.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import datetime as dt
@@ -36,7 +35,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import common
 import psutil  # type: ignore[import-untyped,unused-ignore]
+from common import machine
 
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "servers" / "bridge_server.py"
@@ -76,19 +77,7 @@ def process(argv: list[str], ready: str) -> Iterator[tuple[subprocess.Popen[str]
 
 async def measure(call: Callable[[], Awaitable[Any]], seconds: float, window: int) -> float:
     """Calls per second with ``window`` calls in flight for ``seconds``."""
-    loop = asyncio.get_running_loop()
-    stop = loop.time() + seconds
-    done = 0
-
-    async def lane() -> None:
-        nonlocal done
-        while loop.time() < stop:
-            await call()
-            done += 1
-
-    t0 = loop.time()
-    await asyncio.gather(*(lane() for _ in range(window)))
-    return done / (loop.time() - t0)
+    return (await common.measure(call, seconds, window))["per_s"]
 
 
 @contextlib.asynccontextmanager
@@ -192,19 +181,10 @@ def one_round(seconds: float) -> dict[str, dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(HERE / "results" / "bridge.md"))
+    ap = common.round_parser(__doc__, 2.0, HERE / "results" / "bridge.md")
     args = ap.parse_args(argv)
     if args.quick:
         args.rounds, args.seconds = 1, 0.5
-    sys.path.insert(0, str(HERE))
-    from run import machine
-
     started = dt.datetime.now(dt.timezone.utc)
     rounds: list[dict[str, dict[str, float]]] = []
     for i in range(args.rounds):
@@ -260,11 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             "(the bridge and the client need some too).",
         ]
     )
-    print()
-    print(report)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(report + "\n")
-    print(f"\nwritten: {args.out}")
+    common.write_report(report, args.out)
     return 0
 
 

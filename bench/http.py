@@ -29,7 +29,6 @@ import json
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.append(str(HERE))
 
+from common import figure_table, machine, median, ratio  # noqa: E402
 from loadgen import Wrk, WrkResult, run_wrk, wrk_binary  # noqa: E402
 
 MIB = 1 << 20
@@ -424,38 +424,21 @@ FIGURES += [
 BY_KEY = {f.key: f for f in FIGURES}
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def ratio(value: float, ref: float | None) -> str:
-    if not ref:
-        return "–"
-    r = value / ref
-    return f"{r:.2f}×" if r < 10 else f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
-
-
 NO_RATIO = ("_gen",)
 
 
 def table(results: dict[str, dict[str, list[float]]], names: list[str]) -> str:
-    lines = ["| figure (median) | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for fig in FIGURES:
-        cells = []
-        for name in names:
-            samples = results[name].get(fig.key)
-            if not samples:
-                cells.append("–")
-                continue
-            v = median(samples)
-            cell = fig.fmt(v)
-            ref = results.get(REF, {}).get(fig.key)
-            if name != REF and ref and not fig.key.endswith(NO_RATIO):
-                cell += f" ({ratio(v, median(ref))})"
-            cells.append(cell)
+    def label(fig: Figure) -> str:
         arrow = "" if fig.key.endswith(NO_RATIO) else " ↑" if fig.higher_is_better else " ↓"
-        lines.append(f"| {fig.label}{arrow} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        return fig.label + arrow
+
+    def note(name: str, fig: Figure, v: float) -> str:
+        ref = results.get(REF, {}).get(fig.key)
+        if name != REF and ref and not fig.key.endswith(NO_RATIO):
+            return f" ({ratio(v, median(ref))})"
+        return ""
+
+    return figure_table(results, names, FIGURES, label, note)
 
 
 def spread_line(results: dict[str, dict[str, list[float]]], names: list[str]) -> str:
@@ -528,24 +511,6 @@ def render(meta: dict[str, Any], results: dict[str, dict[str, list[float]]]) -> 
         f"The load generator never used more than {gen_max:.0%} of one core."
     )
     return "\n\n".join([header, table(results, names), NOTES, targets(results)])
-
-
-def machine() -> str:
-    """As `bench/run.py` says it (not imported: it puts this folder first on sys.path)."""
-    import platform
-
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as fh:
-        mem_kib = int(fh.readline().split()[1])
-    return (
-        f"{os.cpu_count()} × {model}, {mem_kib / MIB:.1f} GiB RAM, Linux {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
 
 
 def stack() -> str:

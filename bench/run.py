@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -27,9 +26,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from common import figure_table, machine, median, ratio  # noqa: E402
 from driver import BenchError, Session, Spec  # noqa: E402
-
-from mcpline import _platform  # noqa: E402
 
 MIB = 1 << 20
 
@@ -139,50 +137,28 @@ def battery(spec: Spec, args: argparse.Namespace) -> tuple[dict[str, list[float]
         s.kill()
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
 def spread(values: list[float]) -> float:
     """(max - min) / median: how noisy a figure was over the rounds."""
     m = median(values)
     return (max(values) - min(values)) / m if m else 0.0
 
 
-def ratio(value: float, ref: float | None) -> str:
-    if not ref:
-        return "–"
-    r = value / ref
-    return f"{r:.2f}×" if r < 10 else f"{r:.0f}×" if r >= 100 else f"{r:.1f}×"
-
-
 def table(results: dict[str, dict[str, list[float]]], names: list[str]) -> str:
     ref_mcp = "mcp 2.3.0" if "mcp 2.3.0" in results else None
     ref_floor = "floor" if "floor" in results else None
-    lines = [
-        "| figure (median) | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
-    ]
-    for fig in FIGURES:
-        cells = []
-        for name in names:
-            samples = results[name].get(fig.key)
-            if not samples:
-                cells.append("–")
-                continue
-            v = median(samples)
-            cell = fig.fmt(v)
-            extras = []
-            if ref_mcp and name != ref_mcp and results[ref_mcp].get(fig.key):
-                extras.append(f"{ratio(v, median(results[ref_mcp][fig.key]))} mcp")
-            if ref_floor and name != ref_floor and results[ref_floor].get(fig.key):
-                extras.append(f"{ratio(v, median(results[ref_floor][fig.key]))} floor")
-            if extras:
-                cell += " (" + ", ".join(extras) + ")"
-            cells.append(cell)
-        arrow = "↑" if fig.higher_is_better else "↓"
-        lines.append(f"| {fig.label} {arrow} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    def label(fig: Figure) -> str:
+        return f"{fig.label} {'↑' if fig.higher_is_better else '↓'}"
+
+    def note(name: str, fig: Figure, v: float) -> str:
+        extras = []
+        if ref_mcp and name != ref_mcp and results[ref_mcp].get(fig.key):
+            extras.append(f"{ratio(v, median(results[ref_mcp][fig.key]))} mcp")
+        if ref_floor and name != ref_floor and results[ref_floor].get(fig.key):
+            extras.append(f"{ratio(v, median(results[ref_floor][fig.key]))} floor")
+        return " (" + ", ".join(extras) + ")" if extras else ""
+
+    return figure_table(results, names, FIGURES, label, note)
 
 
 def spread_table(results: dict[str, dict[str, list[float]]], names: list[str]) -> str:
@@ -242,10 +218,6 @@ def targets(results: dict[str, dict[str, list[float]]], name: str) -> str:
         verdict = "met" if ok else "MISSED"
         lines.append(f"- [{verdict}] {label}: {BY_KEY[key].fmt(r[key])} ({', '.join(extra)})")
     return "\n".join(lines)
-
-
-def machine() -> str:
-    return _platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:

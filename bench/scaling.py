@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import msgspec  # noqa: E402
+from common import machine  # noqa: E402
 from driver import META, Session, Spec  # noqa: E402
-from run import machine  # noqa: E402
 
 KIB = 1024
 MIB = KIB * KIB

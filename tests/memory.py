@@ -39,7 +39,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from mcpline.check import runner
 from mcpline.server.connection import Connection
 from mcpline.server.server import Server
 from mcpline.transports.stdio import run_loop
@@ -110,34 +109,15 @@ class MemoryServer(proc.ServerProcess):
     ) -> None:
         if cwd is not None:
             raise ProcessOnly("cwd= needs a server process")
-        # What runner.ServerProcess.__init__ sets, without the process (tests/test_memory.py
-        # checks that no attribute is missing).
-        self.argv = [str(script), *args]
-        self.label = "memory"
-        self.record = False
-        self.validate = True
-        self.stats = runner.ProcessStats()
-        self.received: list[runner.Received] = []
-        self.responses: dict[tuple[str, Any], list[runner.Received]] = {}
-        self.sent_methods: dict[tuple[str, Any], str] = {}
-        self.sent_era: dict[tuple[str, Any], str] = {}
-        self.progress_tokens: set[tuple[str, Any]] = set()
-        self.log_requested = False
-        self.legacy_session = False
-        self.stdout_closed = False
-        self.stderr_keep = None
-        self.stderr_tail = bytearray()
-        self.cond = threading.Condition()
-        self._ids = itertools.count(1)
-        self._write_lock = threading.Lock()
-        # What tests.proc.ServerProcess.__init__ sets.
-        self.raw_out: list[bytes] = []
-        self.methods: dict[Any, str] = {}
-        self.legacy = False
-        self.modern_ids: set[Any] = set()
-        self.problems: list[str] = []
-        self._inbox: deque[dict[str, Any] | proc._Impure] = deque()
-        self.sink = self._inbox.append
+        self._init_driver()
+        self._init_state(
+            [str(script), *args],
+            label="memory",
+            record=False,
+            sink=self._inbox.append,
+            validate=True,
+            stderr_keep=None,
+        )
         # The server, its loop and the two "pipes".
         self.server, self._module = load_server(script, args, env)
         self._input: deque[bytes | object] = deque()
@@ -233,28 +213,8 @@ class MemoryServer(proc.ServerProcess):
     # --- the client side ------------------------------------------------------------------
 
     def _read_output(self) -> None:
-        """Split what the server wrote into lines and judge each, as the pipe reader does."""
-        pending = bytearray()
-        while True:
-            chunk = self._output.get()
-            if chunk is None:
-                break
-            self.stats.stdout_bytes += len(chunk)
-            pending += chunk
-            start = 0
-            while True:
-                nl = pending.find(b"\n", start)
-                if nl < 0:
-                    break
-                self._take(bytes(pending[start:nl]))
-                start = nl + 1
-            if start:
-                del pending[:start]
-        if pending:
-            self._take(bytes(pending), terminated=False)
-        with self.cond:
-            self.stdout_closed = True
-            self.cond.notify_all()
+        """Judge what the server wrote as the pipe reader does."""
+        self._read_lines(iter(self._output.get, None))
 
     def send_raw(self, data: bytes) -> bool:
         loop = self._loop

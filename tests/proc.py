@@ -53,6 +53,16 @@ class ServerProcess(runner.ServerProcess):
     def __init__(
         self, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None
     ) -> None:
+        self._init_driver()
+        extra = dict(env or {})
+        if "PYTHONUNBUFFERED" not in os.environ:
+            extra.setdefault("PYTHONUNBUFFERED", "1")
+        super().__init__(
+            argv, env=extra, cwd=cwd, record=False, sink=self._inbox.append, stderr_keep=None
+        )
+
+    def _init_driver(self) -> None:
+        """What this driver keeps besides the runner's state."""
         self.raw_out: list[bytes] = []
         """Every stdout line as written, ``\\n`` included."""
         self.methods: dict[Any, str] = {}
@@ -62,12 +72,6 @@ class ServerProcess(runner.ServerProcess):
         self.modern_ids: set[Any] = set()
         self.problems: list[str] = []
         self._inbox: deque[dict[str, Any] | _Impure] = deque()
-        extra = dict(env or {})
-        if "PYTHONUNBUFFERED" not in os.environ:
-            extra.setdefault("PYTHONUNBUFFERED", "1")
-        super().__init__(
-            argv, env=extra, cwd=cwd, record=False, sink=self._inbox.append, stderr_keep=None
-        )
 
     # --- what the driver hands over ----------------------------------------------------------
 

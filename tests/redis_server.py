@@ -17,7 +17,7 @@ callers serialise on an ``fcntl.flock``; the second finds the first one's marker
 
 `RedisServer` runs one ``redis-server`` on a free loopback port in a temporary directory
 (no persistence) and can stop and restart it on the same port. Standard library only, so it
-also runs as a script: ``python tests/redis_server.py [--force]`` provisions and prints.
+also runs as a script: ``python -m tests.redis_server [--force]`` provisions and prints.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .provisioning import ProvisionError, locked, run
+
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".cache" / "redis"
 ROOT = CACHE / "root"
@@ -45,10 +47,6 @@ MARKER = CACHE / "provisioned.json"
 LOCK_FILE = REPO / ".cache" / ".redis-provision.lock"
 PACKAGES = ("redis-server", "redis-tools")
 TIMEOUT = 300.0
-
-
-class ProvisionError(RuntimeError):
-    """No working redis-server could be found or provisioned."""
 
 
 @dataclass(frozen=True)
@@ -70,26 +68,7 @@ class RedisBinary:
 def _run(
     cmd: list[str], what: str, *, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> str:
-    try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as e:
-        raise ProvisionError(f"{what}: timed out after {e.timeout:.0f}s: {' '.join(cmd)}") from e
-    except OSError as e:
-        raise ProvisionError(f"{what}: could not run {cmd[0]}: {e}") from e
-    if proc.returncode != 0:
-        raise ProvisionError(
-            f"{what}: exit {proc.returncode}: {' '.join(cmd)}\n"
-            f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}"
-        )
-    return proc.stdout
+    return run(cmd, what, timeout=TIMEOUT, cwd=cwd, env=env)
 
 
 def _version(binary: RedisBinary) -> str:
@@ -264,19 +243,6 @@ def _apt_install() -> RedisBinary:
     return _checked(RedisBinary(Path(found), how="apt-get install"))
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    import fcntl  # POSIX only: imported here so that the module loads everywhere
-
-    LOCK_FILE.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK_FILE, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def redis_binary(force: bool = False) -> RedisBinary:
     """A working redis-server (see the module docstring); `ProvisionError` if there is none."""
     if not force:
@@ -285,7 +251,7 @@ def redis_binary(force: bool = False) -> RedisBinary:
             return _checked(RedisBinary(Path(on_path), how="path"))
         if (cached := _cached()) is not None:
             return cached
-    with _locked():
+    with locked(LOCK_FILE):
         if not force and (cached := _cached()) is not None:
             return cached
         try:

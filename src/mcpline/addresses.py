@@ -122,7 +122,7 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read the token file {path}: {_why(exc)}") from None
+        raise ValueError(f"cannot read the token file {path}: {os_reason(exc)}") from None
     return check_token(text, str(path))
 
 
@@ -155,7 +155,8 @@ def find_token(host: str, port: int, hosts: tuple[str, ...] = ()) -> str | None:
     return None
 
 
-def _why(exc: BaseException) -> str:
+def os_reason(exc: BaseException) -> str:
+    """What went wrong, in the OS's words when ``exc`` is an `OSError` that has them."""
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..conformance import harness, provision
-from ..conformance.compare import SELECTIONS, required
+from ..conformance.compare import SELECTIONS, count, required, run_all, scenario_rows
 from . import everything_npm
 from .util import EVERYTHING, Proc, bridge_http
 
@@ -29,15 +29,6 @@ TARGETS = {
 }
 BEGIN = "<!-- bridge:begin"
 END = "<!-- bridge:end -->"
-
-
-def run_all(url: str) -> dict[str, harness.ServerRun]:
-    return {
-        s.title: harness.run_server(
-            url, requirements=s.requirements, suite=s.suite, spec_version=s.spec_version
-        )
-        for s in SELECTIONS
-    }
 
 
 def collect() -> dict[str, dict[str, harness.ServerRun]]:
@@ -66,19 +57,6 @@ def native_everything() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.stop()
-
-
-def _count(results: list[harness.ScenarioResult]) -> str:
-    return f"{sum(r.status == harness.PASS for r in results)}/{len(results)}"
-
-
-def _cell(result: harness.ScenarioResult | None) -> str:
-    if result is None:
-        return "—"
-    details = " ".join(result.details.split()).replace("|", "\\|")
-    if len(details) > 140:
-        details = details[:139] + "…"
-    return f"{result.status.upper()} ({details})"
 
 
 def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
@@ -117,29 +95,15 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
         else:
             a, b, c = ours[sel.title].results, npm[sel.title].results, native[sel.title].results
             what = "scenarios passing"
-        lines.append(f"| {sel.title}: {what} | {_count(a)} | {_count(b)} | {_count(c)} |")
+        lines.append(f"| {sel.title}: {what} | {count(a)} | {count(b)} | {count(c)} |")
     for sel in SELECTIONS:
-        mine, theirs = ours[sel.title].by_scenario(), npm[sel.title].by_scenario()
-        own = native[sel.title].by_scenario()
-        names = list(mine) + [n for n in [*theirs, *own] if n not in mine]
-        names = list(dict.fromkeys(names))
         lines += ["", f"#### {sel.title} (bridge)", ""]
         lines += [
             "| scenario | scored | everything.py | server-everything | server-everything, "
             "its own HTTP |",
             "|---|---|---|---|---|",
         ]
-        for name in names:
-            one = mine.get(name) or theirs.get(name) or own.get(name)
-            assert one is not None
-            if one.scored is None:
-                scored = "—"
-            elif one.scored:
-                scored = "yes"
-            else:
-                scored = f"no ({one.reason})" if one.reason else "no"
-            cells = " | ".join(_cell(x.get(name)) for x in (mine, theirs, own))
-            lines.append(f"| `{name}` | {scored} | {cells} |")
+        lines += scenario_rows([r[sel.title].by_scenario() for r in (ours, npm, native)])
     return "\n".join(lines) + "\n"
 
 

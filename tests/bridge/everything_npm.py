@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..conformance import provision
+from ..provisioning import locked
 
 PACKAGE = "@modelcontextprotocol/server-everything"
 VERSION = "2026.8.31"
@@ -34,7 +35,7 @@ def command(mode: str = "stdio") -> list[str]:
     node = provision.node22()
     entry = _entry()
     if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
-        with provision._locked():
+        with locked(provision.LOCK_FILE):
             if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
                 provision._npm_install(PREFIX, f"{PACKAGE}@{VERSION}", path_first=node.parent)
                 if not entry.is_file():

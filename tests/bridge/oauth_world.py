@@ -8,10 +8,15 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from ..client.http_fakes import Request, discover_result, respond, respond_json, result
+from ..client.http_fakes import (
+    Request,
+    answer_empty,
+    authorization_server_metadata,
+    respond,
+    respond_json,
+)
 
 
 @dataclass
@@ -27,18 +32,7 @@ class ConsentingWorld:
         if path == "/.well-known/oauth-protected-resource/mcp":
             respond_json(w, {"resource": base + "/mcp", "authorization_servers": [base]})
         elif path == "/.well-known/oauth-authorization-server":
-            respond_json(
-                w,
-                {
-                    "issuer": base,
-                    "authorization_endpoint": base + "/authorize",
-                    "token_endpoint": base + "/token",
-                    "registration_endpoint": base + "/register",
-                    "response_types_supported": ["code"],
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
-                },
-            )
+            respond_json(w, authorization_server_metadata(base, "none"))
         elif path == "/register":
             body = req.json()
             respond_json(
@@ -72,10 +66,6 @@ class ConsentingWorld:
                 )
                 respond(w, 401, headers={"WWW-Authenticate": challenge})
                 return
-            msg: dict[str, Any] = json.loads(req.body)
-            if msg["method"] == "server/discover":
-                respond_json(w, discover_result(msg["id"]))
-            else:
-                respond_json(w, result(msg["id"], {"content": [], "tools": []}))
+            answer_empty(w, json.loads(req.body))
         else:
             respond(w, 404)

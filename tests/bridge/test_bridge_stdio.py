@@ -9,7 +9,6 @@ import asyncio
 import os
 import stat
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import mcp_types as types  # noqa: E402
 from mcp import Client as McpClient  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
@@ -28,6 +26,8 @@ from mcpline import Client  # noqa: E402
 from mcpline.errors import ClientError  # noqa: E402
 
 from ..check.util import failed, run_check, statuses  # noqa: E402
+from ..interop.legacy_sdk import Recorder, first_text  # noqa: E402
+from ..interop.legacy_sdk import legacy_session as sdk_legacy_session  # noqa: E402
 from .util import FIXTURES, Proc, bridge_stdio_argv, http_server  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -100,65 +100,9 @@ def test_the_official_client_progress_and_concurrency() -> None:
     assert seen == [1, 2, 3, 4]
 
 
-class Recorder:
-    def __init__(self, elicit_action: str = "accept") -> None:
-        self.asked: list[str] = []
-        self.logs: list[Any] = []
-        self.elicit_action = elicit_action
-
-    async def elicit(self, ctx: Any, params: Any) -> types.ElicitResult:
-        self.asked.append(f"elicit:{params.message}")
-        if self.elicit_action != "accept":
-            return types.ElicitResult(action=self.elicit_action)
-        return types.ElicitResult(
-            action="accept", content={"name": "Ada", "color": "green", "context": "c"}
-        )
-
-    async def sample(self, ctx: Any, params: Any) -> types.CreateMessageResult:
-        self.asked.append("sample")
-        return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m"
-        )
-
-    async def roots(self, ctx: Any) -> types.ListRootsResult:
-        self.asked.append("roots")
-        return types.ListRootsResult(
-            roots=[types.Root(uri="file:///tmp/a"), types.Root(uri="file:///tmp/b")]
-        )
-
-    async def log(self, params: Any) -> None:
-        self.logs.append(params.data)
-
-
 def legacy_session(url: str, body: Any, recorder: Recorder) -> None:
     """The official client in its legacy mode (initialize), over the stdio bridge."""
-
-    async def main() -> None:
-        with anyio.fail_after(60):
-            async with (
-                stdio_client(params_for(url)) as (read, write),
-                ClientSession(
-                    read,
-                    write,
-                    elicitation_callback=recorder.elicit,
-                    sampling_callback=recorder.sample,
-                    list_roots_callback=recorder.roots,
-                    logging_callback=recorder.log,
-                ) as session,
-            ):
-                init = await session.initialize()
-                assert init.protocol_version == "2025-11-25"
-                assert init.server_info.name == "everything-stateless-server"
-                await body(session)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        anyio.run(main)
-
-
-def first_text(result: Any) -> str:
-    assert not result.is_error, result
-    return str(result.content[0].text)
+    sdk_legacy_session(params_for(url), "everything-stateless-server", body, recorder, 60)
 
 
 def test_the_official_client_in_legacy_mode_is_translated() -> None:

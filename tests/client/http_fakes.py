@@ -124,3 +124,27 @@ def discover_result(rid: Any) -> dict[str, Any]:
 
 def result(rid: Any, value: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", **value}}
+
+
+def answer_empty(writer: asyncio.StreamWriter, msg: dict[str, Any]) -> None:
+    """Answer ``server/discover``, and anything else with no content and no tools."""
+    if msg["method"] == "server/discover":
+        respond_json(writer, discover_result(msg["id"]))
+    else:
+        respond_json(writer, result(msg["id"], {"content": [], "tools": []}))
+
+
+def authorization_server_metadata(base: str, auth_method: str, **extra: Any) -> dict[str, Any]:
+    """An authorization server at ``base`` (its endpoints under it: ``/authorize``, ``/token``,
+    ``/register``) for the code flow with PKCE S256, clients authenticating by
+    ``auth_method``; ``extra`` fields after."""
+    return {
+        "issuer": base,
+        "authorization_endpoint": base + "/authorize",
+        "token_endpoint": base + "/token",
+        "registration_endpoint": base + "/register",
+        "response_types_supported": ["code"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": [auth_method],
+        **extra,
+    }

@@ -21,7 +21,14 @@ from mcpline.client import Client
 from mcpline.client.oauth import FileTokenStore, OAuth, covers, parse_challenges
 from mcpline.errors import AuthError
 
-from .http_fakes import Request, discover_result, fake_server, respond, respond_json, result
+from .http_fakes import (
+    Request,
+    answer_empty,
+    authorization_server_metadata,
+    fake_server,
+    respond,
+    respond_json,
+)
 from .util import run
 
 SECRET = "SECRET-client-7f3a"
@@ -64,19 +71,11 @@ class World:
                 },
             )
         elif path == "/.well-known/oauth-authorization-server":
-            respond_json(
-                w,
-                {
-                    "issuer": base,
-                    "authorization_endpoint": base + "/authorize",
-                    "token_endpoint": base + "/token",
-                    "registration_endpoint": base + "/register",
-                    "response_types_supported": ["code"],
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["client_secret_basic"],
-                    "scopes_supported": ["mcp:read", "mcp:write", "offline_access"],
-                },
+            scopes = ["mcp:read", "mcp:write", "offline_access"]
+            metadata = authorization_server_metadata(
+                base, "client_secret_basic", scopes_supported=scopes
             )
+            respond_json(w, metadata)
         elif path == "/register":
             self.registrations.append(req.json())
             respond_json(
@@ -138,10 +137,7 @@ class World:
                     },
                 )
                 return
-            if msg["method"] == "server/discover":
-                respond_json(w, discover_result(msg["id"]))
-            else:
-                respond_json(w, result(msg["id"], {"content": [], "tools": []}))
+            answer_empty(w, msg)
         else:
             respond(w, 404)
 

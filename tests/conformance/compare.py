@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,7 +133,8 @@ def tasks(runs: dict[str, harness.ServerRun]) -> list[harness.ScenarioResult]:
     return [by[name] for name in TASKS if name in by and name not in TASKS_SKIPPED]
 
 
-def _count(results: list[harness.ScenarioResult]) -> str:
+def count(results: list[harness.ScenarioResult]) -> str:
+    """``passed/run``."""
     return f"{sum(r.status == harness.PASS for r in results)}/{len(results)}"
 
 
@@ -144,6 +145,25 @@ def _cell(result: harness.ScenarioResult | None) -> str:
     if len(details) > 140:
         details = details[:139] + "…"
     return f"{result.status.upper()} ({details})"
+
+
+def _scored(result: harness.ScenarioResult) -> str:
+    if result.scored is None:
+        return "—"
+    if result.scored:
+        return "yes"
+    return f"no ({result.reason})" if result.reason else "no"
+
+
+def scenario_rows(columns: Sequence[dict[str, harness.ScenarioResult]]) -> list[str]:
+    """A table row per scenario that any column ran, in the order they first appear: its
+    name, whether it is scored (as the first column that ran it says), each column's result."""
+    rows = []
+    for name in dict.fromkeys(name for column in columns for name in column):
+        first = next(column[name] for column in columns if name in column)
+        cells = " | ".join(_cell(column.get(name)) for column in columns)
+        rows.append(f"| `{name}` | {_scored(first)} | {cells} |")
+    return rows
 
 
 def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
@@ -167,14 +187,14 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
     for sel in SELECTIONS:
         if sel.requirements:
             a, b = required(ours[sel.title]), required(theirs[sel.title])
-            lines.append(f"| {sel.title}: required scenarios passing | {_count(a)} | {_count(b)} |")
+            lines.append(f"| {sel.title}: required scenarios passing | {count(a)} | {count(b)} |")
         else:
             a, b = ours[sel.title].results, theirs[sel.title].results
-            lines.append(f"| {sel.title}: scenarios passing | {_count(a)} | {_count(b)} |")
+            lines.append(f"| {sel.title}: scenarios passing | {count(a)} | {count(b)} |")
     a, b = tasks(ours), tasks(theirs)
     lines.append(
         f"| tasks extension (`tasks-*`, {len(TASKS) - len(TASKS_SKIPPED)} run by the suite): "
-        f"scenarios passing | {_count(a)} | {_count(b)} |"
+        f"scenarios passing | {count(a)} | {count(b)} |"
     )
     lines += [
         "",
@@ -185,23 +205,9 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
         "stdio). Pending and added-after-release scenarios are listed with their reason.",
     ]
     for sel in SELECTIONS:
-        ours_by = ours[sel.title].by_scenario()
-        theirs_by = theirs[sel.title].by_scenario()
-        names = list(ours_by) + [n for n in theirs_by if n not in ours_by]
         lines += ["", f"### {sel.title}", ""]
-        head = "| scenario | scored | mcpline | official SDK |"
-        lines += [head, "|---|---|---|---|"]
-        for name in names:
-            mine, other = ours_by.get(name), theirs_by.get(name)
-            any_result = mine or other
-            assert any_result is not None
-            if any_result.scored is None:
-                scored = "—"
-            elif any_result.scored:
-                scored = "yes"
-            else:
-                scored = f"no ({any_result.reason})" if any_result.reason else "no"
-            lines.append(f"| `{name}` | {scored} | {_cell(mine)} | {_cell(other)} |")
+        lines += ["| scenario | scored | mcpline | official SDK |", "|---|---|---|---|"]
+        lines += scenario_rows([ours[sel.title].by_scenario(), theirs[sel.title].by_scenario()])
     return "\n".join(lines) + "\n"
 
 

@@ -227,6 +227,31 @@ def parse_run(stdout: str, output_dir: Path, *, client: bool = False) -> list[Sc
     return results
 
 
+def _selection(
+    requirements: str | None,
+    suite: str | None,
+    scenario: str | None,
+    spec_version: str | None,
+    timeout_ms: int | None,
+) -> list[str]:
+    """The flags that pick what runs, refused in the combinations the CLI refuses."""
+    if requirements is not None and (suite or scenario or spec_version):
+        raise ValueError("a requirement set already fixes the scenarios and the wire version")
+    if scenario is not None and suite is not None:
+        raise ValueError("give a scenario or a suite, not both")
+    args: list[str] = []
+    for flag, value in (
+        ("--requirements", requirements),
+        ("--suite", suite),
+        ("--scenario", scenario),
+        ("--spec-version", spec_version),
+        ("--timeout", None if timeout_ms is None else str(timeout_ms)),
+    ):
+        if value is not None:
+            args += [flag, value]
+    return args
+
+
 def server_args(
     url: str,
     *,
@@ -236,22 +261,41 @@ def server_args(
     spec_version: str | None = None,
     timeout_ms: int | None = None,
 ) -> list[str]:
-    if requirements is not None and (suite or scenario or spec_version):
-        raise ValueError("a requirement set already fixes the scenarios and the wire version")
-    if scenario is not None and suite is not None:
-        raise ValueError("give a scenario or a suite, not both")
-    args = ["server", "--url", url]
-    if requirements is not None:
-        args += ["--requirements", requirements]
-    if suite is not None:
-        args += ["--suite", suite]
-    if scenario is not None:
-        args += ["--scenario", scenario]
-    if spec_version is not None:
-        args += ["--spec-version", spec_version]
-    if timeout_ms is not None:
-        args += ["--timeout", str(timeout_ms)]
-    return args
+    selection = _selection(requirements, suite, scenario, spec_version, timeout_ms)
+    return ["server", "--url", url, *selection]
+
+
+def _run(args: list[str], timeout: float, *, client: bool) -> ServerRun:
+    """Run the suite with ``args`` into a temporary ``--output-dir`` and parse its output (a
+    client run's stdout and stderr both) and what it wrote there."""
+    prefix = "conformance-client-" if client else "conformance-"
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        out = Path(tmp) / "results"
+        cmd = [*provision.conformance_command(), *args, "--output-dir", str(out)]
+        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=tmp,
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise HarnessError(f"conformance run exceeded {timeout:.0f}s: {' '.join(cmd)}") from e
+        seconds = time.monotonic() - started
+        run = ServerRun(cmd, proc.returncode, proc.stdout, proc.stderr, seconds)
+        output = proc.stdout + "\n" + proc.stderr if client else proc.stdout
+        run.results = parse_run(output, out, client=client)
+    if not run.results:
+        raise HarnessError(
+            f"conformance exited {proc.returncode} and ran no scenario: {' '.join(cmd)}\n"
+            f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}"
+        )
+    return run
 
 
 def run_server(
@@ -273,58 +317,7 @@ def run_server(
         spec_version=spec_version,
         timeout_ms=timeout_ms,
     )
-    with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
-        out = Path(tmp) / "results"
-        cmd = [*provision.conformance_command(), *args, "--output-dir", str(out)]
-        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
-        started = time.monotonic()
-        try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=tmp,
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as e:
-            raise HarnessError(f"conformance run exceeded {timeout:.0f}s: {' '.join(cmd)}") from e
-        seconds = time.monotonic() - started
-        run = ServerRun(cmd, proc.returncode, proc.stdout, proc.stderr, seconds)
-        run.results = parse_run(proc.stdout, out)
-    if not run.results:
-        raise HarnessError(
-            f"conformance exited {proc.returncode} and ran no scenario: {' '.join(cmd)}\n"
-            f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}"
-        )
-    return run
-
-
-def client_args(
-    command: str,
-    *,
-    requirements: str | None = None,
-    suite: str | None = None,
-    scenario: str | None = None,
-    spec_version: str | None = None,
-    timeout_ms: int | None = None,
-) -> list[str]:
-    if requirements is not None and (suite or scenario or spec_version):
-        raise ValueError("a requirement set already fixes the scenarios and the wire version")
-    if scenario is not None and suite is not None:
-        raise ValueError("give a scenario or a suite, not both")
-    args = ["client", "--command", command]
-    for flag, value in (
-        ("--requirements", requirements),
-        ("--suite", suite),
-        ("--scenario", scenario),
-        ("--spec-version", spec_version),
-        ("--timeout", None if timeout_ms is None else str(timeout_ms)),
-    ):
-        if value is not None:
-            args += [flag, value]
-    return args
+    return _run(args, timeout, client=False)
 
 
 def run_client(
@@ -341,40 +334,8 @@ def run_client(
 
     The suite appends each scenario server's URL to ``command`` and runs it with ``sh -c``.
     Under ``requirements`` or ``suite`` the scenarios run in parallel."""
-    args = client_args(
-        command,
-        requirements=requirements,
-        suite=suite,
-        scenario=scenario,
-        spec_version=spec_version,
-        timeout_ms=timeout_ms,
-    )
-    with tempfile.TemporaryDirectory(prefix="conformance-client-") as tmp:
-        out = Path(tmp) / "results"
-        cmd = [*provision.conformance_command(), *args, "--output-dir", str(out)]
-        env = {**os.environ, "NO_COLOR": "1", "FORCE_COLOR": "0"}
-        started = time.monotonic()
-        try:
-            proc = subprocess.run(
-                cmd,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                cwd=tmp,
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired as e:
-            raise HarnessError(f"conformance run exceeded {timeout:.0f}s: {' '.join(cmd)}") from e
-        seconds = time.monotonic() - started
-        run = ServerRun(cmd, proc.returncode, proc.stdout, proc.stderr, seconds)
-        run.results = parse_run(proc.stdout + "\n" + proc.stderr, out, client=True)
-    if not run.results:
-        raise HarnessError(
-            f"conformance exited {proc.returncode} and ran no scenario: {' '.join(cmd)}\n"
-            f"stdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-2000:]}"
-        )
-    return run
+    selection = _selection(requirements, suite, scenario, spec_version, timeout_ms)
+    return _run(["client", "--command", command, *selection], timeout, client=True)
 
 
 def scored_failures(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:

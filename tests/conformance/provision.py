@@ -18,23 +18,21 @@ an ``fcntl.flock`` and the second one finds the first one's marker. Any failure 
 
 Standard library only, so it also runs as a script:
 
-    python tests/conformance/provision.py          # provision, print the command
-    python tests/conformance/provision.py --force  # reinstall from scratch
+    python -m tests.conformance.provision          # provision, print the command
+    python -m tests.conformance.provision --force  # reinstall from scratch
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+
+from ..provisioning import ProvisionError, locked, run
 
 NODE_VERSION = "22.23.5"
 CONFORMANCE_VERSION = "0.2.0-alpha.12"
@@ -48,10 +46,6 @@ CONFORMANCE_PREFIX = CACHE / "conformance"
 LOCK_FILE = CACHE / ".conformance-provision.lock"
 MARKER = ".provisioned.json"
 INSTALL_TIMEOUT = 600.0
-
-
-class ProvisionError(RuntimeError):
-    """Node 22 or the conformance suite could not be installed or does not work."""
 
 
 def _node_package() -> str:
@@ -92,38 +86,8 @@ def _is_current(prefix: Path, package: str, version: str, artefact: Path) -> boo
     )
 
 
-@contextlib.contextmanager
-def _locked() -> Iterator[None]:
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(LOCK_FILE, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> str:
-    try:
-        proc = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            env=env,
-            cwd=CACHE,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as e:
-        raise ProvisionError(f"{what}: timed out after {e.timeout:.0f}s: {' '.join(cmd)}") from e
-    except OSError as e:
-        raise ProvisionError(f"{what}: could not run {cmd[0]}: {e}") from e
-    if proc.returncode != 0:
-        raise ProvisionError(
-            f"{what}: exit {proc.returncode}: {' '.join(cmd)}\n"
-            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
-        )
-    return proc.stdout
+    return run(cmd, what, timeout=INSTALL_TIMEOUT, cwd=CACHE, env=env)
 
 
 def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> None:
@@ -237,7 +201,7 @@ def provision(force: bool = False) -> tuple[Path, Path]:
     """Install what is missing or stale; return (Node 22 binary, conformance CLI entry script)."""
     if not force and (done := _fast_path()) is not None:
         return done
-    with _locked():
+    with locked(LOCK_FILE):
         node = _ensure_node(force=force)
         entry = _ensure_conformance(node, force=force)
     return node, entry

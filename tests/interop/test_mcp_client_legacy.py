@@ -7,82 +7,26 @@ framework makes from MRTR handlers written once.
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
 
 import mcp_types as types  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from ..proc import EXAMPLES  # noqa: E402
-
-
-class Recorder:
-    def __init__(self, elicit_action: str = "accept") -> None:
-        self.asked: list[str] = []
-        self.logs: list[Any] = []
-        self.elicit_action = elicit_action
-
-    async def elicit(self, ctx: Any, params: Any) -> types.ElicitResult:
-        self.asked.append(f"elicit:{params.message}")
-        if self.elicit_action != "accept":
-            return types.ElicitResult(action=self.elicit_action)
-        return types.ElicitResult(
-            action="accept", content={"name": "Ada", "color": "green", "context": "c"}
-        )
-
-    async def sample(self, ctx: Any, params: Any) -> types.CreateMessageResult:
-        self.asked.append("sample")
-        return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text="Paris"), model="m"
-        )
-
-    async def roots(self, ctx: Any) -> types.ListRootsResult:
-        self.asked.append("roots")
-        return types.ListRootsResult(
-            roots=[types.Root(uri="file:///tmp/a"), types.Root(uri="file:///tmp/b")]
-        )
-
-    async def log(self, params: Any) -> None:
-        self.logs.append(params.data)
+from .legacy_sdk import Recorder, first_text, legacy_session  # noqa: E402
 
 
 def run(body: Any, recorder: Recorder) -> None:
-    async def main() -> None:
-        params = StdioServerParameters(
-            command=sys.executable, args=[str(EXAMPLES / "servers" / "everything.py")]
-        )
-        with anyio.fail_after(30):
-            async with (
-                stdio_client(params) as (read, write),
-                ClientSession(
-                    read,
-                    write,
-                    elicitation_callback=recorder.elicit,
-                    sampling_callback=recorder.sample,
-                    list_roots_callback=recorder.roots,
-                    logging_callback=recorder.log,
-                ) as session,
-            ):
-                init = await session.initialize()
-                assert init.protocol_version == "2025-11-25"
-                assert init.server_info.name == "mcp-conformance-test-server"
-                await body(session)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        anyio.run(main)
-
-
-def first_text(result: Any) -> str:
-    assert not result.is_error, result
-    return result.content[0].text
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(EXAMPLES / "servers" / "everything.py")]
+    )
+    legacy_session(params, "mcp-conformance-test-server", body, recorder, 30)
 
 
 def test_tools_sampling_and_multi_round_elicitation() -> None:

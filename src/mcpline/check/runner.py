@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +85,18 @@ class ProcessStats:
     """Impure lines written before the first JSON object: typically output at start-up."""
 
 
+def _chunks(fd: int) -> Iterator[bytes]:
+    """What can be read from ``fd`` until its end (or an error, taken as the end)."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
 def _excerpt(raw: bytes, limit: int = 160) -> str:
     text = repr(raw[:limit])
     return text + (f" … ({len(raw)} bytes)" if len(raw) > limit else "")
@@ -111,26 +123,14 @@ class ServerProcess:
         validate: bool = True,
         stderr_keep: int | None = STDERR_KEEP,
     ) -> None:
-        self.argv = argv
-        self.label = label
-        self.record = record
-        self.sink = sink
-        self.validate = validate
-        self.stats = ProcessStats()
-        self.received: list[Received] = []
-        self.responses: dict[tuple[str, Any], list[Received]] = {}
-        self.sent_methods: dict[tuple[str, Any], str] = {}
-        self.sent_era: dict[tuple[str, Any], str] = {}
-        self.progress_tokens: set[tuple[str, Any]] = set()
-        self.log_requested = False
-        self.legacy_session = False
-        self.stdout_closed = False
-        self.stderr_keep = stderr_keep
-        self.stderr_tail = bytearray()
-        """The last ``stderr_keep`` bytes of stderr (all of it when ``stderr_keep`` is None)."""
-        self.cond = threading.Condition()
-        self._ids = itertools.count(1)
-        self._write_lock = threading.Lock()
+        self._init_state(
+            argv,
+            label=label,
+            record=record,
+            sink=sink,
+            validate=validate,
+            stderr_keep=stderr_keep,
+        )
         full_env = dict(os.environ)
         if env:
             full_env.update(env)
@@ -157,6 +157,39 @@ class ServerProcess:
         for t in self._threads:
             t.start()
 
+    def _init_state(
+        self,
+        argv: list[str],
+        *,
+        label: str,
+        record: bool,
+        sink: Callable[[dict[str, Any]], None] | None,
+        validate: bool,
+        stderr_keep: int | None,
+    ) -> None:
+        """Everything but the process: what a driver without one (``tests/memory.py``) sets
+        up as well."""
+        self.argv = argv
+        self.label = label
+        self.record = record
+        self.sink = sink
+        self.validate = validate
+        self.stats = ProcessStats()
+        self.received: list[Received] = []
+        self.responses: dict[tuple[str, Any], list[Received]] = {}
+        self.sent_methods: dict[tuple[str, Any], str] = {}
+        self.sent_era: dict[tuple[str, Any], str] = {}
+        self.progress_tokens: set[tuple[str, Any]] = set()
+        self.log_requested = False
+        self.legacy_session = False
+        self.stdout_closed = False
+        self.stderr_keep = stderr_keep
+        self.stderr_tail = bytearray()
+        """The last ``stderr_keep`` bytes of stderr (all of it when ``stderr_keep`` is None)."""
+        self.cond = threading.Condition()
+        self._ids = itertools.count(1)
+        self._write_lock = threading.Lock()
+
     # --- reading --------------------------------------------------------------------------
 
     def on_problem(self, kind: str, detail: str, raw: bytes) -> None:
@@ -170,15 +203,13 @@ class ServerProcess:
 
     def _read_stdout(self) -> None:
         assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        self._read_lines(_chunks(self.proc.stdout.fileno()))
+
+    def _read_lines(self, chunks: Iterable[bytes]) -> None:
+        """Split what the server wrote, to its end, into lines and judge each; then mark its
+        stdout closed."""
         pending = bytearray()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
+        for chunk in chunks:
             self.stats.stdout_bytes += len(chunk)
             pending += chunk
             start = 0
@@ -204,14 +235,7 @@ class ServerProcess:
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
-        fd = self.proc.stderr.fileno()
-        while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not chunk:
-                return
+        for chunk in _chunks(self.proc.stderr.fileno()):
             self.stderr_tail += chunk
             keep = self.stderr_keep
             if keep is not None and len(self.stderr_tail) > keep:

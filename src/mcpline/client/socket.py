@@ -15,6 +15,7 @@ from ..addresses import (
     check_token,
     find_token,
     is_loopback,
+    os_reason,
     parse_address,
 )
 from ..errors import ConnectionLost
@@ -119,7 +120,7 @@ class SocketChannel:
                 coro = loop.create_connection(lambda: _ClientProtocol(chan), host, addr.port)
             transport, protocol = await asyncio.wait_for(coro, timeout)
         except (OSError, asyncio.TimeoutError) as exc:
-            why = (_why(exc) if isinstance(exc, OSError) else "") or "timed out"
+            why = (os_reason(exc) if isinstance(exc, OSError) else "") or "timed out"
             raise ConnectionLost(f"cannot connect to {addr}: {why}") from None
         chan.transport = transport
         chan.protocol = protocol
@@ -155,10 +156,6 @@ class SocketChannel:
             t.abort()
         finally:
             t.close()
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
 
 
 __all__ = ["SocketChannel"]

@@ -19,7 +19,7 @@ import stat
 from pathlib import Path
 
 from .._platform import owned_by_current_user
-from ..addresses import AUTH_METHOD, token_dir, token_path
+from ..addresses import AUTH_METHOD, os_reason, token_dir, token_path
 
 MAX_FIRST_LINE = 4096
 """How many bytes a connection may send before the gate decides (an auth line is ~100)."""
@@ -135,12 +135,8 @@ def write_token_file(host: str, port: int, token: str) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(token + "\n")
     except OSError as exc:
-        raise ValueError(f"cannot write the token file in {directory}: {_why(exc)}") from None
+        raise ValueError(f"cannot write the token file in {directory}: {os_reason(exc)}") from None
     return path
-
-
-def _why(exc: BaseException) -> str:
-    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 __all__ = [

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._platform import install_shutdown_signals, unix_sockets_unavailable
-from ..addresses import TOKEN_ENV, Address, canonical_host, check_token, is_loopback, parse_address
+from ..addresses import (
+    TOKEN_ENV,
+    Address,
+    canonical_host,
+    check_token,
+    is_loopback,
+    os_reason,
+    parse_address,
+)
 from .auth import Gate, Verdict, new_token, write_token_file
 
 if TYPE_CHECKING:
@@ -254,7 +262,7 @@ async def serve_socket(
             try:
                 sock_server = await loop.create_unix_server(factory, addr.path)
             except OSError as exc:
-                raise ListenError(f"cannot listen on {addr}: {_why(exc)}") from None
+                raise ListenError(f"cannot listen on {addr}: {os_reason(exc)}") from None
             finally:
                 os.umask(old_umask)
             bound = str(addr)
@@ -263,7 +271,7 @@ async def serve_socket(
             try:
                 sock_server = await loop.create_server(factory, host, addr.port, reuse_address=True)
             except OSError as exc:
-                raise ListenError(f"cannot listen on {addr}: {_why(exc)}") from None
+                raise ListenError(f"cannot listen on {addr}: {os_reason(exc)}") from None
             port = sock_server.sockets[0].getsockname()[1]
             bound = str(Address("tcp", host=host, port=port))
             if token is not None:
@@ -313,7 +321,7 @@ def _remove_stale_socket(path: str) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise ListenError(f"cannot listen on unix:{path}: {_why(exc)}") from None
+        raise ListenError(f"cannot listen on unix:{path}: {os_reason(exc)}") from None
     if stat.S_ISLNK(st.st_mode):
         raise ListenError(f"{path} is a symbolic link; give the socket's own path")
     if not stat.S_ISSOCK(st.st_mode):
@@ -329,10 +337,6 @@ def _remove_stale_socket(path: str) -> None:
         raise ListenError(f"another server is already listening on unix:{path}")
     finally:
         probe.close()
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
 
 
 def serve_address(server: Server, address: str, **options: Any) -> None:
