@@ -39,5 +39,5 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/client.py
 	$(BIN)/python bench/http_client.py
 	$(BIN)/python bench/scaling.py
-	$(BIN)/python bench/http.py
+	$(BIN)/python bench/http_server.py
 	$(BIN)/python bench/bridge.py

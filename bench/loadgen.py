@@ -1,4 +1,4 @@
-"""The HTTP load generator of `bench/http.py`: wrk 4.1.0, found or provisioned without root.
+"""The HTTP load generator of `bench/http_server.py`: wrk 4.1.0, found or provisioned without root.
 
 `wrk_binary` returns a working ``wrk``, first found: ``wrk`` on ``PATH``; the copy already in
 the git-ignored ``<repo>/.cache/wrk/`` (a marker names it); a new copy there, ``apt-get

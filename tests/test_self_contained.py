@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from . import wirecheck
@@ -37,3 +38,16 @@ def test_the_wire_check_uses_the_schemas_shipped_in_the_package() -> None:
     key, defs = wirecheck._defs(wirecheck.MODERN)
     assert "DiscoverResult" in defs
     assert "InitializeResult" in wirecheck._defs(wirecheck.LEGACY)[1]
+
+
+def test_no_script_folder_shadows_the_standard_library() -> None:
+    """A script's folder comes first on ``sys.path``: a ``bench/http.py`` would be what every
+    ``import http.client`` of the scripts beside it (and of urllib, starlette…) finds."""
+    root = Path(__file__).resolve().parent.parent
+    clashes = [
+        str(path.relative_to(root))
+        for folder in ("bench", "bench/servers", "examples", "examples/servers", "scripts")
+        for path in sorted((root / folder).glob("*.py"))
+        if path.stem in sys.stdlib_module_names
+    ]
+    assert clashes == []

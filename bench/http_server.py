@@ -1,8 +1,8 @@
 """HTTP side by side: mcpline on uvicorn (1 and 2 workers) vs the Streamable HTTP servers of
 the official `mcp` 2.3.0 SDK and of FastMCP 4.1.6, the same echo/sleep server, driven by wrk.
 
-    .venv/bin/python bench/http.py            # 3 interleaved rounds (about 8 minutes)
-    .venv/bin/python bench/http.py --quick    # one short round, to check that it works
+    .venv/bin/python bench/http_server.py            # 3 interleaved rounds (about 8 minutes)
+    .venv/bin/python bench/http_server.py --quick    # one short round, to check that it works
 
 Each server is the file of `bench/servers/` served over HTTP on 127.0.0.1: ``mcpline run
 mcpline_server.py --http`` (and ``--workers 2``), ``mcp_http_server.py`` and
@@ -39,10 +39,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-# This file is named like the standard library's http package: its folder must not come first
-# on sys.path, or `import http.client` (urllib, ...) would find this file instead.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.append(str(HERE))
+sys.path.insert(0, str(HERE))
 
 from common import figure_table, machine, median, ratio  # noqa: E402
 from loadgen import Wrk, WrkResult, run_wrk, wrk_binary  # noqa: E402
