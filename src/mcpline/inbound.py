@@ -77,6 +77,9 @@ class Inbound:
         """Add bytes; return the events they complete, in order."""
         events: list[Event] = []
         for item in self._lines.feed(data):
+            if type(item) is bytes and self._on_line is None:
+                events.append(jsonrpc.parse(item))  # the common case, without a call
+                continue
             event = self._event(item)
             if event is not None:
                 events.append(event)

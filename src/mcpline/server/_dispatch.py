@@ -155,7 +155,7 @@ class Dispatcher:
                     )
                 raise MethodNotFound(why)
             raise MethodNotFound(f"Method not found: {name}")
-        if method.capability is not None and not self.offers(method.capability):
+        if method.capability is not None and not self._server._offers(method.capability):
             raise MethodNotFound(
                 f"Method not found: {name} (this server does not offer {method.capability})"
             )
