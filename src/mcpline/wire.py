@@ -210,9 +210,26 @@ def encode(message: Any) -> bytes:
     return raw + b"\n"
 
 
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (``True`` is a boolean, not an
+    integer; any other value counts as a string)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else "string"
+
+
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "encode",
+    "json_type",
     "LineBuffer",
     "Oversized",
     "PREFIX_KEEP",

@@ -28,7 +28,7 @@ from typing import Any
 
 from . import _procfs
 from . import _psutil as psutil_backend
-from ._common import machine_line
+from ._common import machine_line, swap_stdio
 from ._threads import Controls, Sink, open_thread_reader
 
 if sys.platform == "win32":
@@ -58,15 +58,7 @@ def claim_stdio() -> tuple[int, int]:
     global _claimed
     if _claimed is not None:
         return _claimed
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    in_fd = os.dup(0)
-    out_fd = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    in_fd, out_fd = swap_stdio()
     _claimed = (in_fd, out_fd)
     return _claimed
 

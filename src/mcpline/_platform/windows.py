@@ -36,13 +36,12 @@ import logging
 import os
 import signal
 import socket
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from . import _psutil as psutil_backend
 from . import _win32
-from ._common import machine_line
+from ._common import machine_line, swap_stdio
 from ._threads import Controls, Sink, ThreadWriteTransport, open_thread_reader
 from ._win32 import (
     CHILD_ACCESS,
@@ -133,15 +132,7 @@ def claim_stdio(
     global _claimed
     if _claimed is not None:
         return _claimed
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    in_fd = os.dup(0)
-    out_fd = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
+    in_fd, out_fd = swap_stdio()
     binary = set_binary or _win32.set_binary
     for fd in (in_fd, out_fd):
         with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ..wire import json_type
 from .options import UsageError
 from .suggest import did_you_mean
 
@@ -77,22 +78,8 @@ def types_of(schema: Any) -> list[str]:
             found += types_of(branch)
         values = schema.get("enum", [schema["const"]] if "const" in schema else [])
         for v in values if isinstance(values, list) else []:
-            found.append(_json_type(v))
+            found.append(json_type(v))
     return sorted(set(found), key=lambda t: _ORDER.index(t) if t in _ORDER else len(_ORDER))
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, dict):
-        return "object"
-    return "array" if isinstance(value, list) else "string"
 
 
 def _items(schema: Any) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from ..wire import json_type
 from ._jsonschema import MAX_SCHEMA_DEPTH
 
 _NO_VALUE: Any = object()
@@ -34,7 +35,7 @@ def coerce_strings(value: Any, node: Any, root: dict[str, Any], depth: int) -> A
     if isinstance(value, str):
         new = _json_value_for(value, node, root)
         return value if new is _NO_VALUE else new
-    kind = _json_kind(value)
+    kind = json_type(value)
     for key in ("anyOf", "oneOf"):
         for branch in node.get(key) or ():
             if kind in _accepted(branch, root)[0]:
@@ -104,20 +105,6 @@ def _accepted(node: Any, root: dict[str, Any], depth: int = 0) -> tuple[set[str]
     return kinds, values
 
 
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object" if isinstance(value, dict) else "string"
-
-
 def _json_value_for(text: str, owner: dict[str, Any], root: dict[str, Any]) -> Any:
     """The value ``text`` spells in JSON, if the schema ``owner`` wants such a value and no
     string; else `_NO_VALUE`."""
@@ -128,11 +115,11 @@ def _json_value_for(text: str, owner: dict[str, Any], root: dict[str, Any]) -> A
         value = msgspec.json.decode(text.strip())
     except msgspec.DecodeError:
         return _NO_VALUE
-    kind = _json_kind(value)
+    kind = json_type(value)
     if kind == "string":
         return _NO_VALUE
     if kind in kinds or (kind == "integer" and "number" in kinds):
         return value
-    if any(_json_kind(v) == kind and v == value for v in values):
+    if any(json_type(v) == kind and v == value for v in values):
         return value
     return _NO_VALUE
