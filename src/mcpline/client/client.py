@@ -414,15 +414,13 @@ class Client(Links):
         one `TaskCancelled`; ``max_timeout`` bounds the whole wait (then the task is
         cancelled and `RequestTimeout` raised). ``timeout`` bounds each request.
         """
-        handle = await self.start_tool(
-            name,
-            arguments,
-            timeout=timeout,
-            max_timeout=max_timeout,
-            on_progress=on_progress,
-            idempotent=idempotent,
+        result = await self._tools_call(
+            name, arguments, timeout, max_timeout, on_progress, idempotent
         )
+        if not is_task(result):
+            return result  # type: ignore[no-any-return]
         mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
+        handle = TaskHandle.created(self, result)
         return await handle.result(timeout=mt, on_status=on_task, listen=listen)
 
     async def start_tool(
@@ -439,6 +437,24 @@ class Client(Links):
         ``status()``, ``result()``, ``cancel()``; keep ``task_id`` to `TaskHandle.resume`
         it later).
         A call the server answers at once gives a handle that is already ``completed``."""
+        result = await self._tools_call(
+            name, arguments, timeout, max_timeout, on_progress, idempotent
+        )
+        if is_task(result):
+            return TaskHandle.created(self, result)
+        return TaskHandle.finished(self, result)
+
+    async def _tools_call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        timeout: float | None,
+        max_timeout: float | None,
+        on_progress: ProgressCallback | None,
+        idempotent: bool | None,
+    ) -> Any:
+        """One ``tools/call`` (listing the tools again and retrying once on HeaderMismatch);
+        its result as sent, a task or not."""
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -455,9 +471,7 @@ class Client(Links):
             log.info("%s %s: %s; listing the tools again", TOOLS_CALL, name, exc)
             await self.list_tools()
             result = await self._send(*send)
-        if is_task(result):
-            return TaskHandle.created(self, result)
-        return TaskHandle.finished(self, result)
+        return result
 
     async def list_resources(self) -> list[dict[str, Any]]:
         return (await self.list_all(RESOURCES_LIST, "resources"))["resources"]  # type: ignore[no-any-return]
