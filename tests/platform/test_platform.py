@@ -44,11 +44,11 @@ def test_the_implementation_is_chosen_once_at_import() -> None:
     # The names are the implementation's own functions: nothing is dispatched per call.
     assert _platform.open_reader is impl.open_reader
     assert _platform.claim_stdio is impl.claim_stdio
-    assert _platform.HOST_WATCHDOG is (impl is posix)
+    assert _platform.HOST_WATCHDOG is (impl is not windows)
 
 
 def test_unix_sockets_fail_at_once_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _platform.unix_sockets_unavailable() is None
+    assert (_platform.unix_sockets_unavailable() is None) is _platform.HAS_UNIX_SOCKETS
     monkeypatch.setattr(_platform, "HAS_UNIX_SOCKETS", False)
     why = _platform.unix_sockets_unavailable()
     assert why is not None and "AF_UNIX" in why and "tcp:HOST:PORT" in why
