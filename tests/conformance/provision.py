@@ -212,11 +212,6 @@ def node22() -> Path:
     return provision()[0]
 
 
-def conformance_entry() -> Path:
-    """The conformance package's CLI script (``dist/index.js``), installed on first use."""
-    return provision()[1]
-
-
 def conformance_command() -> list[str]:
     """argv prefix that runs the pinned conformance CLI under Node 22: append its arguments."""
     node, entry = provision()
