@@ -17,7 +17,7 @@ import pytest
 
 from mcpline import _platform
 
-from .memory import memory_server
+from .memory import MemoryServer
 from .proc import EXAMPLES, ServerProcess, python_server
 from .redis_server import RedisServer, running_redis
 
@@ -54,7 +54,7 @@ pytest_plugins = ("tests.schedule",)
 
 DRIVERS: dict[str, Callable[..., ServerProcess]] = {
     "process": python_server,
-    "memory": memory_server,
+    "memory": MemoryServer,
 }
 
 

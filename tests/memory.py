@@ -289,7 +289,3 @@ class MemoryServer(proc.ServerProcess):
 
     def rss_bytes(self) -> int | None:
         raise ProcessOnly("the in-memory driver has no process of its own")
-
-
-def memory_server(script: str | Path, *args: str, **kw: Any) -> MemoryServer:
-    return MemoryServer(script, *args, **kw)
