@@ -74,15 +74,8 @@ def running(pid: int, start: float) -> bool:
 def _children_map() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
     for entry in os.listdir(_PROC):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"{_PROC}/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2 :].split()
-        kids.setdefault(int(rest[1]), []).append(int(entry))
+        if entry.isdigit() and (fields := stat_fields(entry)) is not None:
+            kids.setdefault(int(fields[1]), []).append(int(entry))
     return kids
 
 
