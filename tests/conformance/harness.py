@@ -82,13 +82,6 @@ class ScenarioResult:
     scored: bool | None = None  # None unless run under a requirement set
     reason: str | None = None  # why not scored, under a requirement set
 
-    @property
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in self.checks:
-            out[c.status] = out.get(c.status, 0) + 1
-        return out
-
 
 @dataclass
 class ServerRun:
@@ -101,9 +94,6 @@ class ServerRun:
 
     def by_scenario(self) -> dict[str, ScenarioResult]:
         return {r.scenario: r for r in self.results}
-
-    def scored(self) -> list[ScenarioResult]:
-        return [r for r in self.results if r.scored is not False]
 
 
 def _checks_from(path: Path) -> tuple[Check, ...]:
