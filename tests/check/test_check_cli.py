@@ -20,6 +20,13 @@ GROUPS = (
 )
 
 
+def test_the_run_order_and_the_report_order_name_the_same_groups() -> None:
+    from mcpline.check.registry import ALL_GROUPS, REGISTRY
+
+    assert len(set(ALL_GROUPS)) == len(ALL_GROUPS)
+    assert sorted(g.name for g in REGISTRY) == sorted(ALL_GROUPS)
+
+
 def test_quickstart_passes_every_check() -> None:
     code, report = run_check(
         "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "quickstart.py")]

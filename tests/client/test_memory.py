@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -96,15 +97,19 @@ def test_mrtr_rounds_and_progress_go_through_the_client_callbacks() -> None:
 
 def test_the_legacy_era_in_memory_asks_with_real_requests() -> None:
     async def main() -> None:
+        received: list[bytes] = []
         client = Client.memory(
             calculator(),
             era="legacy",
             timeout=5,
             on_elicit=lambda p: {"action": "accept", "content": {"name": "Bo"}},
+            trace=lambda direction, line: received.append(line) if direction == "recv" else None,
         )
         async with client:
             assert (await client.discover()).era == "legacy"
             assert (await client.call_tool("greet"))["content"][0]["text"] == "Hello, Bo!"
+        asked = [json.loads(line) for line in received if b"elicitation/create" in line]
+        assert [m["method"] for m in asked] == ["elicitation/create"] and "id" in asked[0]
 
     run(main())
 

@@ -59,7 +59,6 @@ REGISTRY: tuple[Group, ...] = (
     Group("soak", own=fuzz.run_soak),
 )
 """Every group, in run order."""
-BY_NAME = {g.name: g for g in REGISTRY}
 
 GROUPS = (
     "framing",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .form import summary
+from .form import schema_problem, summary
 from .options import UsageError
 from .suggest import did_you_mean
 
@@ -137,7 +137,7 @@ class Script:
         if params.get("mode") == "url":
             answer.pop("content", None)
         elif answer["action"] == "accept":
-            problem = _form_problem(params.get("requestedSchema"), answer.get("content", {}))
+            problem = schema_problem(params.get("requestedSchema"), answer.get("content", {}))
             if problem:
                 raise UsageError(f"{where} does not fit {summary(params)}: {problem}")
         return answer
@@ -157,18 +157,6 @@ class Script:
         if not isinstance(reply.get("content"), (dict, list)):
             raise UsageError(f"{self.where}: sampling reply {n} has no content")
         return reply
-
-
-def _form_problem(schema: Any, content: Any) -> str | None:
-    try:
-        import jsonschema_rs
-
-        errors = list(
-            jsonschema_rs.validator_for(schema, validate_formats=True).iter_errors(content)
-        )
-    except Exception:  # not a schema the library compiles: the server will judge
-        return None
-    return errors[0].message if errors else None
 
 
 class Answers:

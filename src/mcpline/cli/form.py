@@ -130,14 +130,19 @@ class Field:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` breaks the property schema (None when it fits or cannot be told)."""
-        try:
-            import jsonschema_rs
+        return schema_problem(self.schema, value)
 
-            validator = jsonschema_rs.validator_for(self.schema, validate_formats=True)
-            errors = list(validator.iter_errors(value))
-        except Exception:  # a schema the library cannot compile: the server will judge
-            return None
-        return errors[0].message if errors else None
+
+def schema_problem(schema: Any, value: Any) -> str | None:
+    """Why ``value`` breaks ``schema`` (JSON Schema, formats included): its first error;
+    None when it fits or the schema does not compile (then the server will judge)."""
+    try:
+        import jsonschema_rs
+
+        errors = list(jsonschema_rs.validator_for(schema, validate_formats=True).iter_errors(value))
+    except Exception:
+        return None
+    return errors[0].message if errors else None
 
 
 def parse_number(text: str) -> int | float:

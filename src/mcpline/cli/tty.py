@@ -78,15 +78,11 @@ class Terminal:
         try:
             loop.add_reader(self.fd, readable)
         except (NotImplementedError, ValueError, OSError):
-            return await _read_in_thread(loop, self.fd)
+            return await in_daemon_thread(lambda: os.read(self.fd, 4096))
         try:
             return await done
         finally:
             loop.remove_reader(self.fd)
-
-
-async def _read_in_thread(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
-    return await in_daemon_thread(lambda: os.read(fd, 4096))
 
 
 async def in_daemon_thread(work: Callable[[], T]) -> T:

@@ -272,29 +272,36 @@ class Client(Links):
         completion) are sent again on a restarted server if the server dies first; others
         raise a retriable `ConnectionLost`.
         """
-        result = await self._send(method, params, timeout, max_timeout, on_progress, idempotent)
+        t, mt = self._timeouts(timeout, max_timeout)
+        if idempotent is None:
+            idempotent = method in IDEMPOTENT_METHODS
+        result = await self._send(method, dict(params or {}), t, mt, on_progress, idempotent)
         if is_task(result):
-            mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
             return await TaskHandle.created(self, result).result(timeout=mt)
         return result
+
+    def _timeouts(
+        self, timeout: float | None, max_timeout: float | None
+    ) -> tuple[float | None, float | None]:
+        """``timeout`` and ``max_timeout``, the client's own where not given."""
+        o = self.options
+        return (
+            o.timeout if timeout is _UNSET else timeout,
+            o.max_timeout if max_timeout is _UNSET else max_timeout,
+        )
 
     async def _send(
         self,
         method: str,
-        params: dict[str, Any] | None,
+        params: dict[str, Any],
         timeout: float | None,
         max_timeout: float | None,
         on_progress: ProgressCallback | None,
-        idempotent: bool | None,
+        idempotent: bool,
     ) -> dict[str, Any]:
         """One request and its input rounds; a task handle is returned as it came."""
-        params = dict(params or {})
-        if idempotent is None:
-            idempotent = method in IDEMPOTENT_METHODS
-        t = self.options.timeout if timeout is _UNSET else timeout
-        mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
         return await self._within(
-            method, self._request(method, params, t, mt, on_progress, idempotent)
+            method, self._request(method, params, timeout, max_timeout, on_progress, idempotent)
         )
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
@@ -414,12 +421,10 @@ class Client(Links):
         one `TaskCancelled`; ``max_timeout`` bounds the whole wait (then the task is
         cancelled and `RequestTimeout` raised). ``timeout`` bounds each request.
         """
-        result = await self._tools_call(
-            name, arguments, timeout, max_timeout, on_progress, idempotent
-        )
+        t, mt = self._timeouts(timeout, max_timeout)
+        result = await self._tools_call(name, arguments, t, mt, on_progress, idempotent)
         if not is_task(result):
             return result  # type: ignore[no-any-return]
-        mt = self.options.max_timeout if max_timeout is _UNSET else max_timeout
         handle = TaskHandle.created(self, result)
         return await handle.result(timeout=mt, on_status=on_task, listen=listen)
 
@@ -437,9 +442,8 @@ class Client(Links):
         ``status()``, ``result()``, ``cancel()``; keep ``task_id`` to `TaskHandle.resume`
         it later).
         A call the server answers at once gives a handle that is already ``completed``."""
-        result = await self._tools_call(
-            name, arguments, timeout, max_timeout, on_progress, idempotent
-        )
+        t, mt = self._timeouts(timeout, max_timeout)
+        result = await self._tools_call(name, arguments, t, mt, on_progress, idempotent)
         if is_task(result):
             return TaskHandle.created(self, result)
         return TaskHandle.finished(self, result)

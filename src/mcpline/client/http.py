@@ -82,6 +82,11 @@ def _redacted(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _content_type(response: httpx2.Response) -> str:
+    """The media type of ``response`` (lower case, without parameters), or ``""``."""
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 def _check_headers(headers: Mapping[str, str]) -> None:
     for name, value in headers.items():
         if not name or any(c in name for c in ":\r\n\0 ") or any(c in value for c in "\r\n\0"):
@@ -150,6 +155,12 @@ class HttpChannel:
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id``, once ``initialize`` was answered with one."""
         self._httpx = httpx2
+        self._json_headers = {
+            **server.headers,
+            "Content-Type": "application/json",
+            "Accept": ACCEPT,
+        }
+        """The headers every modern request starts from."""
         self._http = self._pool(server.max_connections)
         self._long: httpx2.AsyncClient | None = None
         """Connections for streams that stay open (listen, the legacy GET stream), apart so
@@ -249,9 +260,6 @@ class HttpChannel:
 
     # --- headers ----------------------------------------------------------------------
 
-    def _base_headers(self) -> dict[str, str]:
-        return {**self.server.headers, "Content-Type": "application/json", "Accept": ACCEPT}
-
     def _legacy_headers(self, *, sse: bool) -> dict[str, str]:
         headers = dict(self.server.headers)
         headers["Accept"] = "text/event-stream" if sse else ACCEPT
@@ -262,7 +270,7 @@ class HttpChannel:
         return headers
 
     def _modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
-        headers = self._base_headers()
+        headers = dict(self._json_headers)
         headers[VERSION_HEADER] = str(params["_meta"][PROTOCOL_VERSION_KEY])
         headers["Mcp-Method"] = method
         name = name_header(method, params)
@@ -293,10 +301,10 @@ class HttpChannel:
         may be consenting)."""
         auth = self.server.auth
         while True:
-            h = dict(headers)
+            h = headers
             generation = 0
             if auth is not None:
-                h.update(await auth.headers(self._http, self.url))
+                h = {**headers, **(await auth.headers(self._http, self.url))}
                 generation = auth.generation
             http = self._long_pool() if long else self._http
             request = http.build_request(verb, self.url, headers=h, content=content)
@@ -420,7 +428,7 @@ class HttpChannel:
         if not 200 <= status < 300:
             await self._error_status(rid, method, response, inbound)
             return
-        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        kind = _content_type(response)
         if kind == "application/json":
             await self._read_json(rid, response, inbound)
         elif kind == "text/event-stream":
@@ -516,7 +524,7 @@ class HttpChannel:
             headers["Last-Event-ID"] = parser.last_event_id
             await response.aclose()
             response = await self._send("GET", headers, long=True)
-            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            kind = _content_type(response)
             if response.status_code != 200 or kind != "text/event-stream":
                 raise ConnectionLost(
                     f"{self.label} could not resume the response to {method} "
@@ -554,13 +562,13 @@ class HttpChannel:
             try:
                 response = await self._send("GET", headers, long=True)
                 try:
-                    kind = response.headers.get("content-type", "").split(";")[0].strip()
+                    kind = _content_type(response)
                     if response.status_code == 405:
                         return
                     if response.status_code == 404:
                         self._session_ended()
                         return
-                    if response.status_code != 200 or kind.lower() != "text/event-stream":
+                    if response.status_code != 200 or kind != "text/event-stream":
                         log.info("%s: no GET stream (HTTP %d)", self.label, response.status_code)
                         return
                     parser = self._parser(self.session.new_inbound())

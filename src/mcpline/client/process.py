@@ -95,9 +95,6 @@ class _Watchdog:
             cls._send(b"-%d\n" % pgid)
 
 
-_unread_bytes = _platform.unread_pipe_bytes
-
-
 class _StderrDrain:
     """Splits stderr into bounded lines for a callback (or `logging`) and keeps a short tail."""
 
@@ -211,7 +208,7 @@ class _StdinWatch(asyncio.BaseProtocol):
         self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.channel._stdin_lost(_unread_bytes(self.fd))
+        self.channel._stdin_lost(_platform.unread_pipe_bytes(self.fd))
         self.inner.connection_lost(exc)
 
 
@@ -381,7 +378,7 @@ class ProcessChannel:
             fd = None
         if fd is None:  # stdin was gone before its watch could be set (a fast exit)
             return not self._wrote
-        return _unread_bytes(fd) > 0
+        return _platform.unread_pipe_bytes(fd) > 0
 
     def _loss(self) -> ConnectionLost:
         """Why the connection ended, as the error that fails the requests in flight."""

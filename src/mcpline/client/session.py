@@ -98,9 +98,8 @@ class Session(Deadlines):
         """Answer server-initiated requests (only a legacy-era session does)."""
         self._ids = ids if ids is not None else itertools.count(1)
         self._max_line_bytes = max_line_bytes
-        self._inbound = Inbound(
-            max_line_bytes, on_line=functools.partial(trace, "recv") if trace else None
-        )
+        self._trace_recv = functools.partial(trace, "recv") if trace else None
+        self._inbound = self.new_inbound()
         self._pending: dict[RequestId, Pending] = {}
         self._tokens: dict[RequestId, Pending] = {}
         self._listeners: dict[RequestId, Pending] = {}
@@ -125,7 +124,6 @@ class Session(Deadlines):
         an HTTP channel mirrors them into ``Mcp-Param-*`` headers)."""
         self.agreed_version: str | None = None
         """The legacy protocol version ``initialize`` agreed on (HTTP sends it as a header)."""
-        self._trace_recv = functools.partial(trace, "recv") if trace else None
 
     # --- input --------------------------------------------------------------------------
 
