@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
-from ..spec import INTERNAL_ERROR, INVALID_PARAMS, MODERN, RESULT_TASK, TASKS_EXTENSION
+from ..errors import InvalidParams, MissingCapabilityError
+from ..spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
 from ._task_handle import _UNSET, Task, shaped
 from ._task_records import (
     accepts_tasks,
@@ -62,7 +62,7 @@ from ._task_records import (
 )
 from ._task_runs import Run, TaskRuns
 from .context import Context
-from .mrtr import InputRequest, check_response, content_problems
+from .mrtr import InputRequest, check_answer
 from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
 from .tools import Deferred, Tool, invoke
 
@@ -320,16 +320,7 @@ class TaskManager(TaskRuns):
         given = {k: v for k, v in responses.items() if k in rec.requests}
         for key, value in given.items():
             req = rec.requests[key]
-            method, req_params = req.get("method"), req.get("params") or {}
-            check_response(key, method, value)
-            problems = content_problems(InputRequest(method, req_params), value)
-            if problems:
-                raise JsonRpcError(
-                    INVALID_PARAMS,
-                    f"Invalid params: inputResponses[{key!r}] does not match the requested "
-                    "schema: " + "; ".join(problems),
-                    {"inputKey": key, "problems": problems},
-                )
+            check_answer(key, InputRequest(req.get("method"), req.get("params") or {}), value)
         if not given:
             return {}
         now = now_ms()
