@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import MissingCapabilityError
+from ..spec import TASKS_EXTENSION
 
 
 def has_capability(caps: dict[str, Any], path: str) -> bool:
@@ -34,7 +35,15 @@ def require_capability(caps: dict[str, Any], path: str) -> None:
     raise MissingCapabilityError(required)
 
 
+def accepts_tasks(caps: dict[str, Any]) -> bool:
+    """Whether client capabilities declare the tasks extension (its name has dots, so
+    `has_capability` cannot say)."""
+    ext = caps.get("extensions")
+    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
+
+
 __all__ = [
+    "accepts_tasks",
     "has_capability",
     "require_capability",
 ]

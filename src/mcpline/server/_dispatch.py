@@ -16,6 +16,7 @@ import msgspec
 
 from ..errors import InvalidParams, MethodNotFound, MissingCapabilityError
 from ..jsonrpc import MISSING
+from ..protocol.capabilities import accepts_tasks
 from ..protocol.state import StateSealer
 from ..spec import (
     COMPLETE,
@@ -62,10 +63,7 @@ class Method(msgspec.Struct, frozen=True):
 
 def _takes_tasks(ctx: Context) -> bool:
     """Whether a request may be answered with a task: modern, declaring the extension."""
-    if ctx.legacy:
-        return False
-    ext = ctx.client_capabilities.get("extensions")
-    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
+    return not ctx.legacy and accepts_tasks(ctx.client_capabilities)
 
 
 def encode_cursor(kind: str, offset: int) -> str:
@@ -283,7 +281,7 @@ class Dispatcher:
         mode = self._server._task_tools.get(name)
         if mode is not None:
             if _takes_tasks(ctx):
-                return await self.tasks.call_tool(tool, mode, arguments, ctx)
+                return await self.tasks.call_tool(tool, arguments, ctx)
             if mode == "required" and not ctx.legacy:
                 raise MissingCapabilityError(
                     {"extensions": {TASKS_EXTENSION: {}}},
@@ -296,7 +294,7 @@ class Dispatcher:
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
             if _takes_tasks(ctx):
                 return await self.tasks.adopt(tool, handle, ctx)
-            from .tasks import Task, shaped
+            from ._task_handle import Task, shaped
 
             if not isinstance(handle, Task):
                 raise

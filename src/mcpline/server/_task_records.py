@@ -10,18 +10,13 @@ from typing import Any
 
 import msgspec
 
+from ..protocol.capabilities import accepts_tasks
 from ..spec import INTERNAL_ERROR, TASKS_EXTENSION
 from .task_store import TaskRecord
 
 
 def required_extension() -> dict[str, Any]:
     return {"extensions": {TASKS_EXTENSION: {}}}
-
-
-def accepts_tasks(caps: dict[str, Any]) -> bool:
-    """Whether client capabilities declare the tasks extension."""
-    ext = caps.get("extensions")
-    return type(ext) is dict and type(ext.get(TASKS_EXTENSION)) is dict
 
 
 def owner_key(principal: Any) -> str:

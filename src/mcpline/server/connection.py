@@ -12,7 +12,6 @@ What each request does is the engine's (`mcpline.server.engine`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections import deque
@@ -150,17 +149,10 @@ class Connection:
             if self._held():
                 self._pause_reading()
             return
-        if new in FINAL:
-            if self.inflight.get(exchange.id) is exchange:
-                del self.inflight[exchange.id]
-            elif old is Phase.QUEUED:
-                self._dequeue(exchange)
+        if new in FINAL and self.inflight.get(exchange.id) is exchange:
+            del self.inflight[exchange.id]
         if self._read_paused:
             self._release()
-
-    def _dequeue(self, exchange: Exchange) -> None:
-        with contextlib.suppress(ValueError):
-            self._queued.remove(exchange)
 
     def _held(self) -> bool:
         """At the in-flight limit, or the peer is not reading our output."""

@@ -328,6 +328,20 @@ def content_problems(request: InputRequest, answer: dict[str, Any]) -> list[str]
     return ["content" + p.removeprefix("arguments") for p in found]
 
 
+def check_answer(key: str, request: InputRequest, answer: Any) -> None:
+    """Raise -32602 when the answer under ``key`` does not fit ``request``: its shape
+    (`check_response`), or an accepted form's content against the requested schema."""
+    check_response(key, request.method, answer)
+    problems = content_problems(request, answer)
+    if problems:
+        raise JsonRpcError(
+            INVALID_PARAMS,
+            f"Invalid params: inputResponses[{key!r}] does not match the requested schema: "
+            + "; ".join(problems),
+            {"inputKey": key, "problems": problems},
+        )
+
+
 def parse_input_responses(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """``params.inputResponses`` checked to be an object of objects (-32602 otherwise)."""
     raw = params.get("inputResponses", MISSING)
@@ -382,15 +396,7 @@ def ask_all(
             if kept is not None:
                 got[key] = kept
             continue
-        check_response(key, request.method, answer)
-        problems = content_problems(request, answer)
-        if problems:
-            raise JsonRpcError(
-                INVALID_PARAMS,
-                f"Invalid params: inputResponses[{key!r}] does not match the requested schema: "
-                + "; ".join(problems),
-                {"inputKey": key, "problems": problems},
-            )
+        check_answer(key, request, answer)
         got[key] = answer
         ctx._keep_answer(key, answer)  # carried to later rounds in the sealed state
     if len(got) == len(requests):
@@ -465,6 +471,7 @@ __all__ = [
     "ask",
     "ask_all",
     "can_ask",
+    "check_answer",
     "check_response",
     "content_problems",
     "elicit",

@@ -21,8 +21,7 @@ from .task_store import (
     TaskRecord,
     decode_record,
     encode_record,
-    now_ms,
-    renew_one,
+    renew_records,
 )
 
 if TYPE_CHECKING:
@@ -151,19 +150,11 @@ class RedisTaskStore:
                 try:
                     await pipe.watch(*keys)
                     found = await pipe.mget(keys)
-                    now = now_ms()
-                    stop: dict[str, str] = {}
-                    writes: list[tuple[str, bytes]] = []
-                    for task_id, key, raw in zip(wanted, keys, found, strict=True):
-                        rec = None if raw is None else decode_record(raw)
-                        why, extended = renew_one(rec, worker, until, now)
-                        if extended and rec is not None:
-                            writes.append((key, encode_record(rec)))
-                        if why is not None:
-                            stop[task_id] = why
+                    records = (None if raw is None else decode_record(raw) for raw in found)
+                    stop, extended = renew_records(zip(wanted, records, strict=True), worker, until)
                     pipe.multi()  # type: ignore[no-untyped-call]
-                    for key, data in writes:
-                        pipe.set(key, data, keepttl=True)
+                    for rec in extended:
+                        pipe.set(self._key(rec.id), encode_record(rec), keepttl=True)
                     await pipe.execute()
                     return stop
                 except WatchError:

@@ -24,8 +24,7 @@ from .task_store import (
     TaskRecord,
     decode_record,
     encode_record,
-    now_ms,
-    renew_one,
+    renew_records,
 )
 
 if TYPE_CHECKING:
@@ -193,15 +192,10 @@ class SqliteTaskStore:
         wanted = list(ids)
 
         def apply(db: sqlite3.Connection) -> dict[str, str]:
-            now = now_ms()
-            stop = {}
-            for task_id in wanted:
-                rec = self._read(db, task_id)
-                why, extended = renew_one(rec, worker, until, now)
-                if extended and rec is not None:
-                    self._write(db, rec)
-                if why is not None:
-                    stop[task_id] = why
+            found = ((i, self._read(db, i)) for i in wanted)
+            stop, extended = renew_records(found, worker, until)
+            for rec in extended:
+                self._write(db, rec)
             return stop
 
         return await self._call(self._transaction, apply) if wanted else {}

@@ -144,12 +144,24 @@ class TaskStore(Protocol):
         ...
 
 
-def renew_one(rec: TaskRecord | None, worker: str, until: int, now: int) -> tuple[str | None, bool]:
-    """(why ``worker`` must stop, whether ``rec`` was extended) for one task of a `renew`."""
-    if rec is None or rec.expired(now) or rec.status != "working" or rec.worker != worker:
-        return "gone", False
-    rec.lease = until
-    return ("cancel" if rec.cancel else None), True
+def renew_records(
+    found: Iterable[tuple[str, TaskRecord | None]], worker: str, until: int
+) -> tuple[dict[str, str], list[TaskRecord]]:
+    """A `TaskStore.renew` over ``found`` (task ids with their records, None when absent):
+    the tasks ``worker`` must stop, with why, and the records whose lease now runs to
+    ``until`` (for the store to write back)."""
+    now = now_ms()
+    stop: dict[str, str] = {}
+    extended: list[TaskRecord] = []
+    for task_id, rec in found:
+        if rec is None or rec.expired(now) or rec.status != "working" or rec.worker != worker:
+            stop[task_id] = "gone"
+            continue
+        rec.lease = until
+        extended.append(rec)
+        if rec.cancel:
+            stop[task_id] = "cancel"
+    return stop, extended
 
 
 class MemoryTaskStore:
@@ -200,16 +212,11 @@ class MemoryTaskStore:
         return new
 
     async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
-        now = now_ms()
-        stop = {}
-        for task_id in ids:
-            raw = self._records.get(task_id)
-            rec = None if raw is None else decode_record(raw)
-            why, extended = renew_one(rec, worker, until, now)
-            if extended and rec is not None:
-                self._records[task_id] = encode_record(rec)
-            if why is not None:
-                stop[task_id] = why
+        records = self._records
+        found = [(i, decode_record(records[i]) if i in records else None) for i in ids]
+        stop, extended = renew_records(found, worker, until)
+        for rec in extended:
+            records[rec.id] = encode_record(rec)
         return stop
 
     async def purge(self, now: int) -> int:
@@ -237,7 +244,7 @@ __all__ = [
     "encode_record",
     "MemoryTaskStore",
     "now_ms",
-    "renew_one",
+    "renew_records",
     "TaskRecord",
     "TaskStore",
 ]

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
-from ..spec import INTERNAL_ERROR, INVALID_PARAMS, MODERN, RESULT_TASK, TASKS_EXTENSION
+from ..errors import InvalidParams, MissingCapabilityError
+from ..spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
 from ._task_handle import _UNSET, Task, shaped
 from ._task_records import (
     accepts_tasks,
@@ -62,7 +62,7 @@ from ._task_records import (
 )
 from ._task_runs import Run, TaskRuns
 from .context import Context
-from .mrtr import InputRequest, check_response, content_problems
+from .mrtr import InputRequest, check_answer
 from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
 from .tools import Deferred, Tool, invoke
 
@@ -182,37 +182,19 @@ class TaskManager(TaskRuns):
     # --- tools/call --------------------------------------------------------------------------
 
     async def call_tool(
-        self, tool: Tool, mode: str, arguments: dict[str, Any], ctx: Context
+        self, tool: Tool, arguments: dict[str, Any], ctx: Context
     ) -> dict[str, Any]:
-        """``tools/call`` of a tool registered with ``task=``."""
-        if ctx.legacy or not accepts_tasks(ctx.client_capabilities):
-            if mode == "required" and not ctx.legacy:
-                raise MissingCapabilityError(
-                    required_extension(),
-                    f"Missing required client capability: tool {tool.name!r} runs only as a "
-                    f"task; declare the {TASKS_EXTENSION} extension in the request's client "
-                    "capabilities",
-                )
-            return await self.inline(tool, arguments, ctx)
+        """``tools/call`` of a tool registered with ``task=``, from a request that takes tasks."""
         if tool.validator.errors(arguments):
             return await invoke(tool, arguments, ctx, self._d.services.submit)  # isError now
         rec = await self._create(ctx, tool.name, "tool", arguments, None)
         self._start(rec, ctx.principal, tool, None)
         return {"resultType": RESULT_TASK, **task_json(rec, detailed=False)}
 
-    async def inline(self, tool: Tool, arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
-        """Run a call to completion, as if there were no tasks."""
-        try:
-            return await invoke(tool, arguments, ctx, self._d.services.submit)
-        except Deferred as handle:
-            return await self.adopt(tool, handle, ctx)
-
     async def adopt(self, tool: Tool, handle: Deferred, ctx: Context) -> dict[str, Any]:
-        """A tool body returned a `Task`: a task for a client that takes one, else its result."""
+        """A tool body returned a `Task` to a request that takes tasks: answer with a task."""
         if not isinstance(handle, Task):
             raise TypeError(f"tool {tool.name!r} returned an unknown deferral {handle!r}")
-        if ctx.legacy or not accepts_tasks(ctx.client_capabilities):
-            return await shaped(tool, handle, self._d.services.submit)
         try:
             rec = await self._create(ctx, tool.name, "job", {}, handle)
         except BaseException:
@@ -338,16 +320,7 @@ class TaskManager(TaskRuns):
         given = {k: v for k, v in responses.items() if k in rec.requests}
         for key, value in given.items():
             req = rec.requests[key]
-            method, req_params = req.get("method"), req.get("params") or {}
-            check_response(key, method, value)
-            problems = content_problems(InputRequest(method, req_params), value)
-            if problems:
-                raise JsonRpcError(
-                    INVALID_PARAMS,
-                    f"Invalid params: inputResponses[{key!r}] does not match the requested "
-                    "schema: " + "; ".join(problems),
-                    {"inputKey": key, "problems": problems},
-                )
+            check_answer(key, InputRequest(req.get("method"), req.get("params") or {}), value)
         if not given:
             return {}
         now = now_ms()
