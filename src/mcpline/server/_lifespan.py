@@ -146,8 +146,3 @@ class Services:
         if self._workers is None:  # used outside `running()`: start a pool lazily
             self._workers = WorkerPool(self._sync_workers, "mcpline-sync")
         return self._workers.submit(fn)
-
-    @property
-    def busy_threads(self) -> int:
-        """Sync handlers still running on worker threads (cancelled ones included)."""
-        return self._workers.running if self._workers is not None else 0
