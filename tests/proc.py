@@ -187,13 +187,16 @@ class ServerProcess(runner.ServerProcess):
         return self.request("tools/call", params, **kw)
 
     def drain(self, timeout: float = 5.0) -> list[dict[str, Any]]:
-        """Every remaining message until stdout closes."""
+        """Every remaining message until stdout closes (`TimeoutError` when nothing comes
+        for ``timeout`` seconds and it is still open)."""
         out = []
         while True:
             try:
                 out.append(self.read(timeout))
-            except (EOFError, queue.Empty):
+            except EOFError:
                 return out
+            except queue.Empty:
+                raise TimeoutError(f"stdout still open after {timeout}s of silence") from None
 
     # --- the process ---------------------------------------------------------------------------
 
