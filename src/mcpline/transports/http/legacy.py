@@ -432,7 +432,7 @@ async def _stream(
         await respond.body(send, sse.priming(stream.event_id(0), app.retry_ms), True)
     stream.attach(outbox, after)
     try:
-        async with respond.watching(receive, disconnected):
+        async with respond.Watcher(receive, disconnected):
             ended = await respond.stream(send, outbox, app.keepalive, gone)
         if ended and stream.finished and not outbox.aborted:
             session.forget(stream)
