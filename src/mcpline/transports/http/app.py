@@ -100,6 +100,7 @@ class HttpApp:
             raise ValueError("timeouts and intervals must be positive")
         self.server = server
         self.path = path.rstrip("/") or "/"
+        self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
         self.verify_token = verify_token
         self.resource_metadata = (
@@ -233,7 +234,7 @@ class HttpApp:
     ) -> None:
         route = self._route(scope)
         method = scope["method"]
-        if route in (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else "")):
+        if route in self._metadata_routes:
             await self._metadata(method, send)
             return
         if route != self.path:
