@@ -285,9 +285,9 @@ class HttpApp:
         elif SESSION_ID not in headers:
             await self._not_allowed(send, extra)
         elif method == "GET":
-            await legacy.get(self, headers, principal, receive, send)
+            await legacy.get(self, headers, principal, receive, send, extra)
         else:
-            await legacy.delete(self, headers, principal, send)
+            await legacy.delete(self, headers, principal, send, extra)
 
     async def _principal(self, token: str) -> Any:
         assert self.verify_token is not None
@@ -347,7 +347,7 @@ class HttpApp:
             if self._modern(message, headers):
                 await self._modern_post(message, headers, principal, receive, send, extra)
             else:
-                await legacy.post(self, message, headers, principal, receive, send)
+                await legacy.post(self, message, headers, principal, receive, send, extra)
         finally:
             self.in_progress -= 1
 
