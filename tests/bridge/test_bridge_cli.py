@@ -85,6 +85,10 @@ def test_a_url_entry_is_served_over_stdio(tmp_path: Path) -> None:
         (["--stdio", "--server", "ftp://h/mcp"], "must be an http(s):// URL"),
         (["--http", "8000", "--pool", "0", "--", "x"], "--pool must be at least 1"),
         (["--http", "nope", "--", "x"], "bad address"),
+        (
+            ["--http", "8000", "--bearer-token-file", "/nonexistent/token", "--", "x"],
+            "--bearer-token-file: cannot read the token file",
+        ),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], says: str) -> None:

@@ -17,6 +17,7 @@ from ..spec import (
     CACHEABLE_METHODS,
     INVALID_PARAMS,
     LEGACY_RESOURCE_NOT_FOUND,
+    LIST_CHANGED,
     LOG_LEVEL_RANK,
     MESSAGE,
     META_PREFIX,
@@ -186,6 +187,15 @@ def modern_error(exc: JsonRpcError, method: str, params: dict[str, Any]) -> Json
     return JsonRpcError(INVALID_PARAMS, exc.message, {"uri": params.get("uri"), **data})
 
 
+def list_flags(caps: dict[str, Any]) -> dict[str, Any]:
+    """The ``subscriptions/listen`` flags of the lists a server's capabilities say change."""
+    return {
+        flag: True
+        for kind, (flag, _method) in LIST_CHANGED.items()
+        if isinstance(caps.get(kind), dict) and caps[kind].get("listChanged")
+    }
+
+
 LEGACY_CAPABILITY_KEYS = ("experimental", "logging", "completions", "prompts", "resources", "tools")
 
 
@@ -206,6 +216,7 @@ __all__ = [
     "ProgressCallback",
     "StaticHost",
     "legacy_params",
+    "list_flags",
     "modern_capabilities",
     "modern_error",
     "modern_result",

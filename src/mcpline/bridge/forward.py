@@ -42,7 +42,14 @@ from ..spec import (
     TOOLS_LIST,
 )
 from ..wire import encode
-from .common import Holder, StaticHost, progress_relay, request_params, take_progress_token
+from .common import (
+    Holder,
+    StaticHost,
+    list_flags,
+    progress_relay,
+    request_params,
+    take_progress_token,
+)
 from .pool import Pool
 from .upstream import Upstream
 
@@ -105,12 +112,7 @@ class ForwardEra:
         desc = up.description
         if desc is None:
             return
-        flags = {
-            flag: True
-            for kind, (flag, _method) in LIST_CHANGED.items()
-            if isinstance(desc.capabilities.get(kind), dict)
-            and desc.capabilities[kind].get("listChanged")
-        }
+        flags = list_flags(desc.capabilities)
         if not flags:
             return
         params = {
@@ -121,10 +123,9 @@ class ForwardEra:
             await up.request(LISTEN, params, on_notification=lambda m, p: self._fan_out(up, m))
 
     def _fan_out(self, source: Upstream, method: str) -> None:
-        found = LIST_NOTIFICATION.get(method)
-        if found is None:
+        flag = LIST_NOTIFICATION.get(method)
+        if flag is None:
             return
-        flag = found
         for listen in list(self.listens):
             if listen.host is not source and listen.honoured.get(flag) is True:
                 meta = {SUBSCRIPTION_ID_KEY: listen.exchange.id}

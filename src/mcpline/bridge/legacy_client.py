@@ -37,7 +37,6 @@ from ..spec import (
     INITIALIZE,
     INVALID_PARAMS,
     LEGACY_RESOURCE_NOT_FOUND,
-    LIST_CHANGED,
     LISTEN,
     MRTR_METHODS,
     PROGRESS_TOKEN_KEY,
@@ -45,6 +44,7 @@ from ..spec import (
     RESOURCES_READ,
     TOOLS_LIST,
 )
+from .common import list_flags
 from .forward import RESEND, lost_error
 from .pool import Pool
 from .translate import LIST_NOTIFICATIONS, METHOD_CAPABILITY
@@ -238,11 +238,7 @@ class RemoteWatch:
                 await task
 
     def _filter(self, caps: dict[str, Any]) -> dict[str, Any]:
-        wanted: dict[str, Any] = {}
-        for kind, (flag, _method) in LIST_CHANGED.items():
-            node = caps.get(kind)
-            if isinstance(node, dict) and node.get("listChanged"):
-                wanted[flag] = True
+        wanted = list_flags(caps)
         resources = caps.get("resources")
         if self.uris and isinstance(resources, dict) and resources.get("subscribe"):
             wanted["resourceSubscriptions"] = sorted(self.uris)

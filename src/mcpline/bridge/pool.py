@@ -282,14 +282,5 @@ class Pool:
             up.holder = None
         self._pulse()
 
-    @contextlib.asynccontextmanager
-    async def lease(self, *, exclusive: bool = False, holder: Any = None) -> Any:
-        """`acquire` and `release` around a block."""
-        up = await self.acquire(exclusive=exclusive, holder=holder)
-        try:
-            yield up
-        finally:
-            self.release(up, holder if exclusive else None)
-
 
 __all__ = ["Opener", "Pool"]

@@ -218,16 +218,14 @@ def _http(
 
 
 def _bearer_token(path: str | None) -> str | None:
+    from ..addresses import read_token_file
+
     if path is None:
         return os.environ.get(BEARER_ENV) or None
     try:
-        with open(path, encoding="utf-8") as f:
-            token = f.read().strip()
-    except OSError as exc:
-        raise _Usage(f"cannot read --bearer-token-file {path}: {exc.strerror or exc}") from None
-    if len(token) < 16 or not token.isascii() or not token.isprintable():
-        raise _Usage("the bearer token must be at least 16 printable ASCII characters")
-    return token
+        return read_token_file(path)
+    except ValueError as exc:
+        raise _Usage(f"--bearer-token-file: {exc}") from None
 
 
 def _stdio(args: argparse.Namespace, url: str, headers: dict[str, str], options: Any) -> int:

@@ -100,6 +100,7 @@ class HttpApp:
             raise ValueError("timeouts and intervals must be positive")
         self.server = server
         self.path = path.rstrip("/") or "/"
+        self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
         self.verify_token = verify_token
         self.resource_metadata = (
@@ -233,7 +234,7 @@ class HttpApp:
     ) -> None:
         route = self._route(scope)
         method = scope["method"]
-        if route in (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else "")):
+        if route in self._metadata_routes:
             await self._metadata(method, send)
             return
         if route != self.path:
@@ -284,9 +285,9 @@ class HttpApp:
         elif SESSION_ID not in headers:
             await self._not_allowed(send, extra)
         elif method == "GET":
-            await legacy.get(self, headers, principal, receive, send)
+            await legacy.get(self, headers, principal, receive, send, extra)
         else:
-            await legacy.delete(self, headers, principal, send)
+            await legacy.delete(self, headers, principal, send, extra)
 
     async def _principal(self, token: str) -> Any:
         assert self.verify_token is not None
@@ -346,7 +347,7 @@ class HttpApp:
             if self._modern(message, headers):
                 await self._modern_post(message, headers, principal, receive, send, extra)
             else:
-                await legacy.post(self, message, headers, principal, receive, send)
+                await legacy.post(self, message, headers, principal, receive, send, extra)
         finally:
             self.in_progress -= 1
 

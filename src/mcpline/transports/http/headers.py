@@ -57,9 +57,9 @@ SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
 _OWS = " \t"
 _SAFE_VALUE = re.compile(r"^[\x20-\x7e\t]*$")
+"""A header value of visible ASCII, space and tab only (RFC 9110 field-value)."""
 _BASE64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
 """Canonical Base64: whole quanta, padding only where the last one needs it."""
-"""A header value of visible ASCII, space and tab only (RFC 9110 field-value)."""
 
 _BAD_REQUEST_CODES = frozenset(
     {

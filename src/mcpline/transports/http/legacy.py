@@ -290,18 +290,21 @@ MISSING_SESSION = (
 
 
 async def find(
-    app: HttpApp, headers: Headers, principal: Any, send: respond.Send, rid: RequestId | None
+    app: HttpApp,
+    headers: Headers,
+    principal: Any,
+    send: respond.Send,
+    rid: RequestId | None,
+    extra: respond.HeaderList,
 ) -> Session | None:
     """The session a request names; None after answering 400, 403 or 404 for it."""
     session_id = headers.get(SESSION_ID)
     if session_id is None:
-        await respond.error(send, 400, INVALID_REQUEST, MISSING_SESSION, rid, app.cors(headers))
+        await respond.error(send, 400, INVALID_REQUEST, MISSING_SESSION, rid, extra)
         return None
     session = app.sessions.open.get(session_id)
     if session is None:
-        await respond.error(
-            send, 404, INVALID_REQUEST, _not_found(session_id), rid, app.cors(headers)
-        )
+        await respond.error(send, 404, INVALID_REQUEST, _not_found(session_id), rid, extra)
         return None
     if session.principal != principal:
         await respond.error(
@@ -310,7 +313,7 @@ async def find(
             INVALID_REQUEST,
             "Forbidden: this session was opened with another bearer token",
             rid,
-            app.cors(headers),
+            extra,
         )
         return None
     session.touch()
@@ -324,10 +327,11 @@ async def post(
     principal: Any,
     receive: respond.Receive,
     send: respond.Send,
+    extra: respond.HeaderList,
 ) -> None:
     """One legacy POST: a request gets its stream, anything else 202. ``initialize`` opens
-    a session (unless it names one that is open: that one refuses a second handshake)."""
-    extra = app.cors(headers)
+    a session (unless it names one that is open: that one refuses a second handshake).
+    ``extra``: the response headers every answer carries (CORS)."""
     named = headers.get(SESSION_ID)
     if (
         isinstance(message, Request)
@@ -340,14 +344,14 @@ async def post(
             why = f"Server busy: all {app.sessions.limit} sessions are in use"
             await respond.error(send, 503, INTERNAL_ERROR, why, message.id, extra)
             return
-        await _request(app, session, message, headers, principal, receive, send, new=True)
+        await _request(app, session, message, headers, principal, receive, send, extra, new=True)
         return
     rid = message.id if isinstance(message, Request) else None
-    found = await find(app, headers, principal, send, rid)
+    found = await find(app, headers, principal, send, rid, extra)
     if found is None:
         return
     if isinstance(message, Request):
-        await _request(app, found, message, headers, principal, receive, send, new=False)
+        await _request(app, found, message, headers, principal, receive, send, extra, new=False)
         return
     if isinstance(message, Response):
         app.engine.response(found, message)
@@ -368,10 +372,10 @@ async def _request(
     principal: Any,
     receive: respond.Receive,
     send: respond.Send,
+    extra: respond.HeaderList,
     *,
     new: bool,
 ) -> None:
-    extra = app.cors(headers)
     if request.id in session.inflight:
         await respond.json(send, 400, encode(duplicate_id_reply(request.id)), extra)
         return
@@ -432,7 +436,7 @@ async def _stream(
         await respond.body(send, sse.priming(stream.event_id(0), app.retry_ms), True)
     stream.attach(outbox, after)
     try:
-        async with respond.watching(receive, disconnected):
+        async with respond.Watcher(receive, disconnected):
             ended = await respond.stream(send, outbox, app.keepalive, gone)
         if ended and stream.finished and not outbox.aborted:
             session.forget(stream)
@@ -443,15 +447,19 @@ async def _stream(
 
 
 async def get(
-    app: HttpApp, headers: Headers, principal: Any, receive: respond.Receive, send: respond.Send
+    app: HttpApp,
+    headers: Headers,
+    principal: Any,
+    receive: respond.Receive,
+    send: respond.Send,
+    extra: respond.HeaderList,
 ) -> None:
     """The session's own stream, or the rest of a stream named by ``Last-Event-ID``."""
-    extra = app.cors(headers)
     if not accepts(headers.get("accept"), "text/event-stream"):
         why = "Not Acceptable: GET needs Accept: text/event-stream"
         await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
         return
-    session = await find(app, headers, principal, send, None)
+    session = await find(app, headers, principal, send, None, extra)
     if session is None:
         return
     extra = [*extra, (SESSION_ID.encode(), session.id.encode())]
@@ -478,11 +486,13 @@ async def get(
     await _stream(app, session, stream, after, receive, send, extra, prime=False)
 
 
-async def delete(app: HttpApp, headers: Headers, principal: Any, send: respond.Send) -> None:
-    session = await find(app, headers, principal, send, None)
+async def delete(
+    app: HttpApp, headers: Headers, principal: Any, send: respond.Send, extra: respond.HeaderList
+) -> None:
+    session = await find(app, headers, principal, send, None, extra)
     if session is not None:
         await app.sessions.end(session)
-        await respond.empty(send, 204, app.cors(headers))
+        await respond.empty(send, 204, extra)
 
 
 __all__ = [

@@ -192,32 +192,9 @@ def replied(items: list[sse.Item]) -> bool:
     return bool(items) and items[0][1] is Kind.REPLY
 
 
-class _Watching:
-    """`watching`, without a generator-based context manager (one per request adds up)."""
-
-    __slots__ = ("_gone", "_receive", "_task")
-
-    def __init__(self, receive: Receive, gone: Callable[[], None]) -> None:
-        self._receive = receive
-        self._gone = gone
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> asyncio.Task[None]:
-        self._task = asyncio.get_running_loop().create_task(watch(self._receive, self._gone))
-        return self._task
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        task = self._task
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
 class Watcher:
     """A `watch` task started on demand: `start` (idempotent; a loop callback too), then
-    `stop`. For responses that are usually over before a watcher would pay for itself."""
+    `stop`; or both around an ``async with`` block."""
 
     __slots__ = ("_gone", "_receive", "_task")
 
@@ -238,10 +215,12 @@ class Watcher:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
 
+    async def __aenter__(self) -> Watcher:
+        self.start()
+        return self
 
-def watching(receive: Receive, gone: Callable[[], None]) -> _Watching:
-    """While open (``async with``): a task calls ``gone`` if the client disconnects."""
-    return _Watching(receive, gone)
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
 
 
 __all__ = [
@@ -267,5 +246,4 @@ __all__ = [
     "stream",
     "watch",
     "Watcher",
-    "watching",
 ]
