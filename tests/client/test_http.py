@@ -416,3 +416,85 @@ def test_a_listen_stream_survives_the_server_closing_it() -> None:
             assert listener.establishments >= 2
 
     run(main())
+
+
+# --- redirects ----------------------------------------------------------------------------
+
+
+def test_a_same_origin_redirect_keeps_the_headers_and_the_body() -> None:
+    async def main() -> None:
+        inner = modern()
+
+        async def moved(req: Request, w: asyncio.StreamWriter) -> None:
+            if req.path == "/old":
+                respond(w, 307, headers={"Location": "/mcp"})
+            else:
+                await inner(req, w)
+
+        async with fake_server(moved) as srv:
+            async with Client.http(srv.url + "/old", headers={"X-Api-Key": "k"}) as c:
+                await c.call_tool("regional", {"region": "r", "count": 1, "query": "q"})
+            followed = [r for r in srv.requests if r.path == "/mcp"]
+            assert followed and all(r.headers["x-api-key"] == "k" for r in followed)
+            assert followed[-1].json()["method"] == "tools/call"
+
+    run(main())
+
+
+@pytest.mark.parametrize("status", [307, 308, 302, 303])
+def test_a_redirect_to_another_origin_is_refused_and_it_receives_nothing(status: int) -> None:
+    async def main() -> None:
+        async with fake_server(modern()) as elsewhere:
+
+            async def away(req: Request, w: asyncio.StreamWriter) -> None:
+                respond(w, status, headers={"Location": elsewhere.url + "/mcp"})
+
+            async with (
+                fake_server(away) as srv,
+                Client.http(
+                    srv.url + "/mcp", headers={"X-Api-Key": "k"}, era="modern", max_restarts=0
+                ) as c,
+            ):
+                with pytest.raises(ProtocolError) as err:
+                    await c.call_tool("regional", {"query": "secret"})
+            assert elsewhere.requests == []
+            assert "another origin" in str(err.value) and elsewhere.url in str(err.value)
+            assert "follow_cross_origin_redirects" in str(err.value)
+
+    run(main())
+
+
+def test_allowed_cross_origin_redirects_carry_no_user_header_and_no_body() -> None:
+    async def main() -> None:
+        async with fake_server(modern()) as elsewhere:
+            home = modern()
+
+            async def away(req: Request, w: asyncio.StreamWriter) -> None:
+                method = req.json()["method"]
+                if method in ("server/discover", "tools/list"):
+                    await home(req, w)
+                    return
+                status = 303 if method == "prompts/list" else 307
+                respond(w, status, headers={"Location": elsewhere.url + "/mcp"})
+
+            async with (
+                fake_server(away) as srv,
+                Client.http(
+                    srv.url + "/mcp",
+                    headers={"X-Api-Key": "k"},
+                    era="modern",
+                    max_restarts=0,
+                    follow_cross_origin_redirects=True,
+                ) as c,
+            ):
+                with pytest.raises(ClientError):
+                    await c.list_prompts()  # 303: a GET, which the fake answers 405
+                with pytest.raises(ProtocolError) as err:
+                    await c.call_tool("regional", {"query": "secret"})  # 307: body
+            assert "its body would go there" in str(err.value)
+            assert [r.method for r in elsewhere.requests] == ["GET"]
+            got = elsewhere.requests[0]
+            assert got.body == b"" and "x-api-key" not in got.headers
+            assert not any(h.startswith("mcp-") for h in got.headers)
+
+    run(main())

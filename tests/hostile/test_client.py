@@ -1,0 +1,152 @@
+"""The client against hostile servers (docs/security.md, "stdio servers and the client" and
+"The OAuth client"): redirects to another origin, a server that floods it and never reads, a
+server that leaves a double-forked grandchild, URI template values with NUL, and where the
+authorization prompt goes. Real processes on loopback, each bounded in time."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+MCPLINE = str(Path(sys.executable).with_name("mcpline"))
+SECRET = "sekrit-4f1c9"
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Records every request it gets (the headers and the body) and answers 404."""
+
+    received: list[bytes]
+
+    def _any(self) -> None:
+        size = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(size) if size else b""
+        self.received.append(bytes(self.requestline, "latin-1") + bytes(self.headers) + body)
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _any
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _Redirector(http.server.BaseHTTPRequestHandler):
+    """Answers everything with a redirect (``status``) to ``target``, reading nothing."""
+
+    status = 307
+    target = ""
+
+    def _any(self) -> None:
+        size = int(self.headers.get("content-length") or 0)
+        if size:
+            self.rfile.read(size)
+        self.send_response(self.status)
+        self.send_header("Location", self.target)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _any
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTTPServer:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    return srv
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[bytes]]]:
+    received: list[bytes] = []
+    handler = type("Recorder", (_Recorder,), {"received": received})
+    srv = _serve(handler)
+    yield f"http://127.0.0.1:{srv.server_address[1]}/mcp", received
+    srv.shutdown()
+    srv.server_close()
+
+
+def _redirector(target: str, status: int) -> http.server.HTTPServer:
+    return _serve(type("Redirector", (_Redirector,), {"status": status, "target": target}))
+
+
+def _cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MCPLINE, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", "/nonexistent")},
+    )
+
+
+# --- M9: redirects to another origin -------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_redirect_to_another_port_gets_neither_headers_nor_body(
+    status: int, recorder: tuple[str, list[bytes]]
+) -> None:
+    target, received = recorder
+    redirector = _redirector(target, status)
+    try:
+        port = redirector.server_address[1]
+        proc = _cli(
+            "call",
+            "add",
+            "--args",
+            f'{{"a": 1, "b": 2, "note": "{SECRET}-body"}}',
+            "--header",
+            f"X-Api-Key: {SECRET}",
+            "--server",
+            f"http://127.0.0.1:{port}/mcp",
+            "--timeout",
+            "20",
+        )
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+    assert proc.returncode != 0
+    assert "another origin" in proc.stderr and target.rsplit("/", 1)[0] in proc.stderr
+    assert received == [], "the other origin was contacted"
+    assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_when_allowed_a_cross_origin_hop_carries_no_user_header(
+    recorder: tuple[str, list[bytes]],
+) -> None:
+    target, received = recorder
+    redirector = _redirector(target, 303)
+    try:
+        port = redirector.server_address[1]
+        proc = _cli(
+            "call",
+            "add",
+            "--args",
+            f'{{"note": "{SECRET}-body"}}',
+            "--header",
+            f"X-Api-Key: {SECRET}",
+            "--server",
+            f"http://127.0.0.1:{port}/mcp",
+            "--follow-cross-origin-redirects",
+            "--era",
+            "modern",
+            "--timeout",
+            "20",
+        )
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+    assert proc.returncode != 0  # the recorder answers 404
+    assert received, "the allowed redirect was not followed"
+    assert all(r.startswith(b"GET ") and SECRET.encode() not in r for r in received), received
