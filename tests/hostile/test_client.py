@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +151,70 @@ def test_when_allowed_a_cross_origin_hop_carries_no_user_header(
     assert proc.returncode != 0  # the recorder answers 404
     assert received, "the allowed redirect was not followed"
     assert all(r.startswith(b"GET ") and SECRET.encode() not in r for r in received), received
+
+
+# --- M10: a server that floods the client and never reads ------------------------------------
+
+FLOOD_SERVER = r"""
+import json, os, sys, time
+out = sys.stdout.buffer
+def send(msg):
+    out.write(json.dumps(msg).encode() + b"\n"); out.flush()
+for line in sys.stdin.buffer:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+            "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "flood", "version": "1"}}})
+    elif "id" in msg and "method" in msg:
+        break  # the client's request: from now on nothing more is read
+batch = b"".join(
+    b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % n for n in range(1000))
+started, n = time.monotonic(), 0
+try:
+    while time.monotonic() - started < 60:
+        out.write(batch.replace(b'"id":', b'"id":%d' % n))
+        n += 1
+except (BrokenPipeError, OSError):
+    pass
+"""
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@pytest.mark.posix_only(reason="RSS from /proc")
+def test_a_server_that_floods_and_never_reads_fails_the_client_with_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc for the RSS")
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD_SERVER)
+    proc = subprocess.Popen(
+        [MCPLINE, "call", "add", "--era", "legacy", "--timeout", "120", "--"]
+        + [sys.executable, str(script)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak = 0
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        peak = max(peak, _rss(proc.pid))
+        time.sleep(0.05)
+    if proc.poll() is None:
+        proc.kill()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode not in (0, None), "the client was still running after 30 s"
+    assert "max_outbound_bytes=16777216" in err and "has not read" in err, err[-2000:]
+    assert peak < 200 * 2**20, f"peak RSS {peak / 2**20:.0f} MiB"

@@ -71,6 +71,9 @@ DEFAULT_RETRY = 1.0
 _NEWLINES = bytes.maketrans(b"\r\n", b"  ")
 _TRANSIENT = frozenset({502, 503, 504})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+POST_COST = 8 * 1024
+"""What one message posted but not yet accepted counts towards ``max_outbound_bytes`` besides
+its size (the task and the request that carry it)."""
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -238,6 +241,9 @@ class HttpChannel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._get: asyncio.Task[None] | None = None
         self._closed = False
+        self._posting = 0
+        """Bytes of the notifications and answers posted and not yet accepted, each counted
+        with `POST_COST`."""
 
     def _pool(self, size: int | None) -> httpx2.AsyncClient:
         import httpx2
@@ -281,9 +287,17 @@ class HttpChannel:
                 stream.cancel()
             if rid in self._modern:
                 return  # closing the request's stream is the modern cancellation
+        try:
+            self.session.check_outbound(self._posting)
+        except ConnectionLost:
+            for task in list(self._sends):
+                task.cancel()
+            raise
+        cost = len(line) + POST_COST
+        self._posting += cost
         send = self._spawn(self._post_message(method, line))
         self._sends.add(send)
-        send.add_done_callback(self._sends.discard)
+        send.add_done_callback(functools.partial(self._posted, cost))
 
     async def drain(self) -> None:
         """Wait for notifications and answers posted so far (so they arrive in order)."""
@@ -320,6 +334,10 @@ class HttpChannel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def _posted(self, cost: int, task: asyncio.Task[None]) -> None:
+        self._sends.discard(task)
+        self._posting -= cost
 
     def _done(self, rid: RequestId, _task: object = None) -> None:
         self._streams.pop(rid, None)

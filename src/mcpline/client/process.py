@@ -321,6 +321,11 @@ class ProcessChannel:
                 self._wrote = self._input_unread = True
                 return
             raise ConnectionLost(f"{self.label}: cannot write, the server's stdin is closed")
+        try:
+            self.session.check_outbound(pipe.get_write_buffer_size())  # type: ignore[attr-defined]
+        except ConnectionLost:
+            pipe.abort()  # type: ignore[attr-defined]
+            raise
         first = not self._wrote
         self._wrote = True
         pipe.write(data)  # type: ignore[attr-defined]

@@ -46,6 +46,10 @@ Trace = Callable[[str, bytes], None]
 MAX_SERVER_REQUESTS = 16
 """Server-initiated requests handled at once by default; more are refused with -32603."""
 
+MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
+"""Bytes written to a server that it has not read yet, by default, before the connection is
+failed (as the server bounds what waits for a client: docs/backpressure.md)."""
+
 
 class Channel(Protocol):
     """A byte stream to one server.
@@ -58,7 +62,9 @@ class Channel(Protocol):
 
     label: str
 
-    def write(self, data: bytes) -> None: ...
+    def write(self, data: bytes) -> None:
+        """Send ``data``; before it, `Session.check_outbound` with what still waits."""
+        ...
 
     async def drain(self) -> None: ...
 
@@ -75,7 +81,8 @@ class Session(Deadlines):
     ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails the
     requests it could belong to. Garbage lines are logged and skipped. At most
     ``max_server_requests`` server-initiated requests are handled at once; more are answered
-    with -32603 at once.
+    with -32603 at once. Once ``max_outbound_bytes`` written bytes wait for a server that does
+    not read them, the connection is failed (`check_outbound`).
     """
 
     def __init__(
@@ -88,6 +95,7 @@ class Session(Deadlines):
         trace: Trace | None = None,
         label: str = "server",
         max_server_requests: int = MAX_SERVER_REQUESTS,
+        max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self._host_notification = on_notification
@@ -105,7 +113,10 @@ class Session(Deadlines):
         self._listeners: dict[RequestId, Pending] = {}
         self._served: dict[RequestId, asyncio.Task[None]] = {}
         self.max_server_requests = max_server_requests
+        self.max_outbound_bytes = max_outbound_bytes
         self.refused = 0
+        self.ignored = 0
+        """Server-initiated requests ignored because the era allows none."""
         """Server-initiated requests refused because ``max_server_requests`` were running."""
         self.callbacks = CallbackTasks()
         self._trace = trace
@@ -357,11 +368,14 @@ class Session(Deadlines):
 
     def _on_request(self, req: Request) -> None:
         if not self.accept_requests:
-            log.warning(
-                "%s sent a %s request, which this era does not allow; ignored",
-                self.label,
-                req.method,
-            )
+            self.ignored += 1
+            if self.ignored == 1 or self.ignored % 1000 == 0:
+                log.warning(
+                    "%s sent a %s request, which this era does not allow; ignored (%d so far)",
+                    self.label,
+                    req.method,
+                    self.ignored,
+                )
             return
         if req.id in self._served:
             self._send_quietly(jsonrpc.duplicate_id_reply(req.id))
@@ -403,9 +417,27 @@ class Session(Deadlines):
 
     # --- output -------------------------------------------------------------------------
 
+    def check_outbound(self, waiting: int) -> None:
+        """The rule for a channel about to write while ``waiting`` bytes it wrote before are
+        not yet taken by the server: under ``max_outbound_bytes`` it may (so what waits
+        exceeds the bound by one message at most); at it, the connection is failed with a
+        `ConnectionLost` naming the limit, raised here, and the channel must close."""
+        if waiting < self.max_outbound_bytes:
+            return
+        err = ConnectionLost(
+            f"{self.label} has not read the last {waiting} bytes the client wrote to it "
+            f"(the limit is max_outbound_bytes={self.max_outbound_bytes}); "
+            "the connection is closed",
+            retriable=False,
+        )
+        if not self.closed:
+            log.warning("%s", err)
+            self.connection_lost(err)
+        raise err
+
     def _send(self, msg: dict[str, Any]) -> None:
         if self.closed or self.channel is None:
-            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+            raise self._closed_error()
         line = encode(msg)
         if self._trace is not None:
             self._trace("send", line[:-1])
@@ -417,8 +449,16 @@ class Session(Deadlines):
 
     def _send_quietly(self, msg: dict[str, Any]) -> None:
         """Send, unless the connection is gone (then there is no one to tell)."""
+        if self.closed:
+            return
         with contextlib.suppress(ClientError):
             self._send(msg)
+
+    def _closed_error(self) -> ClientError:
+        """Why nothing can be sent, with no traceback yet: raising one stored exception
+        again and again would chain every traceback to it."""
+        err = self.close_reason or ConnectionLost(f"{self.label} is not connected")
+        return err.with_traceback(None)
 
     async def notify(self, method: str, params: Any = jsonrpc.MISSING) -> None:
         self._send(jsonrpc.notification(method, params))
@@ -449,7 +489,7 @@ class Session(Deadlines):
         ``subscriptionId`` go to that callback (a listen stream).
         """
         if self.closed:
-            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+            raise self._closed_error()
         rid = next(self._ids)
         p = Pending(
             rid, method, self.loop.create_future(), timeout, on_progress, cancellable=cancellable
@@ -523,6 +563,7 @@ class Session(Deadlines):
 
 
 __all__ = [
+    "MAX_OUTBOUND_BYTES",
     "MAX_SERVER_REQUESTS",
     "CallbackTasks",
     "Channel",

@@ -134,6 +134,11 @@ class SocketChannel:
     def write(self, data: bytes) -> None:
         if self.transport is None or self.transport.is_closing():
             raise ConnectionLost(f"{self.label}: the connection is closed")
+        try:
+            self.session.check_outbound(self.transport.get_write_buffer_size())
+        except ConnectionLost:
+            self.transport.abort()
+            raise
         self.transport.write(data)
 
     async def drain(self) -> None:
