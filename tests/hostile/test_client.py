@@ -218,3 +218,78 @@ def test_a_server_that_floods_and_never_reads_fails_the_client_with_bounded_memo
     assert proc.returncode not in (0, None), "the client was still running after 30 s"
     assert "max_outbound_bytes=16777216" in err and "has not read" in err, err[-2000:]
     assert peak < 200 * 2**20, f"peak RSS {peak / 2**20:.0f} MiB"
+
+
+# --- L: control characters in URI template values -----------------------------------------
+
+TEMPLATE_SERVER = """
+import sys
+from mcpline import Server
+server = Server("files")
+SEEN = sys.argv[1]
+
+@server.resource("file:///{name}", mime_type="text/plain")
+def read(name: str) -> str:
+    with open(SEEN, "a") as f:
+        f.write(repr(name) + "\\n")
+    return "content of " + name
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_nul_and_control_characters_never_reach_a_template_variable(
+    era: str, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from mcpline.client import Client, ServerError
+
+    script = tmp_path / "files.py"
+    script.write_text(TEMPLATE_SERVER)
+    seen = tmp_path / "seen"
+
+    async def main() -> list[int]:
+        codes = []
+        async with Client.stdio(sys.executable, [str(script), str(seen)], era=era) as c:
+            ok = await c.read_resource("file:///notes")
+            assert ok["contents"][0]["text"] == "content of notes"
+            for uri in ("file:///a%00b", "file:///a%0Ab", "file:///%1B%5B2J", "file:///x%7F"):
+                with pytest.raises(ServerError) as err:
+                    await c.read_resource(uri)
+                assert "not found" in str(err.value).lower()
+                codes.append(err.value.code)
+        return codes
+
+    codes = asyncio.run(asyncio.wait_for(main(), 30))
+    assert set(codes) == {-32602 if era == "modern" else -32002}
+    assert seen.read_text() == "'notes'\n"  # the handler saw the clean URI only
+
+
+# --- L: the authorization prompt ------------------------------------------------------------
+
+PROMPT = """
+import asyncio
+from mcpline.client.oauth import browser_redirect, loopback_redirect_uri
+from mcpline.errors import AuthError
+try:
+    asyncio.run(browser_redirect("https://as.example/authorize?x=1", loopback_redirect_uri(),
+                                 timeout=0.5))
+except AuthError as exc:
+    print("mcpline:", exc, file=__import__("sys").stderr)
+"""
+
+
+def test_the_authorization_prompt_goes_to_stderr_never_stdout() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROMPT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "BROWSER": "true"},  # a "browser" that opens nothing
+    )
+    assert proc.stdout == ""
+    assert "Open this URL to authorize: https://as.example/authorize?x=1" in proc.stderr
+    assert "no authorization within" in proc.stderr
