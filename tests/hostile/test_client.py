@@ -293,3 +293,81 @@ def test_the_authorization_prompt_goes_to_stderr_never_stdout() -> None:
     assert proc.stdout == ""
     assert "Open this URL to authorize: https://as.example/authorize?x=1" in proc.stderr
     assert "no authorization within" in proc.stderr
+
+
+# --- L: a double-forked grandchild of a stdio server --------------------------------------
+
+DAEMONIZING_SERVER = """
+import os, sys, time
+from mcpline import Server
+
+PIDFILE = sys.argv[1]
+if os.fork() == 0:  # the classic daemon: fork, setsid, fork again, the middle one exits
+    os.setsid()
+    if os.fork() == 0:
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        with open(PIDFILE + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(PIDFILE + ".tmp", PIDFILE)
+        time.sleep(120)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+
+server = Server("daemonizing")
+
+@server.tool(description="Answers pong.")
+def ping() -> str:
+    return "pong"
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.mark.posix_only(reason="fork and setsid")
+def test_a_double_forked_grandchild_is_ended_with_the_server(tmp_path: Path) -> None:
+    import asyncio
+
+    from mcpline.client import Client
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("finding a re-parented descendant needs /proc (or psutil)")
+    script = tmp_path / "daemonizing.py"
+    script.write_text(DAEMONIZING_SERVER)
+    pidfile = tmp_path / "grandchild.pid"
+
+    async def main() -> int:
+        async with Client.stdio(
+            sys.executable, [str(script), str(pidfile)], close_grace=1.0, term_grace=1.0
+        ) as c:
+            assert (await c.call_tool("ping", {}))["content"][0]["text"] == "pong"
+            for _ in range(200):
+                if pidfile.exists():
+                    break
+                await asyncio.sleep(0.05)
+            pid = int(pidfile.read_text())
+            assert _alive(pid)
+            with open(f"/proc/{pid}/stat") as f:  # re-parented: not below the server
+                assert int(f.read().rsplit(")", 1)[1].split()[1]) != c.pid
+        return pid
+
+    pid = asyncio.run(asyncio.wait_for(main(), 30))
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the grandchild outlived the client's shutdown"
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)

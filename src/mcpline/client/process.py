@@ -20,6 +20,7 @@ import collections
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -263,6 +264,8 @@ class ProcessChannel:
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
+        marker = secrets.token_hex(8)
+        full_env[_platform.TREE_ENV] = marker
         label = os.path.basename(command) + (f" {args[0]}" if args else "")
         chan = cls(
             session, label, on_stderr=on_stderr, close_grace=close_grace, term_grace=term_grace
@@ -283,7 +286,7 @@ class ProcessChannel:
         except OSError as exc:
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
         try:
-            chan.tree = _platform.adopt(transport.get_pid())
+            chan.tree = _platform.adopt(transport.get_pid(), marker=marker)
         except OSError as exc:
             transport.close()
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
