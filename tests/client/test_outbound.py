@@ -134,3 +134,36 @@ def test_an_http_server_that_floods_and_never_accepts_the_answers() -> None:
 
     run(main())
     assert posted <= 64  # the pool's connections; the rest waited in the client
+
+
+ECHO_SERVER = """
+import time
+from mcpline import Server
+server = Server("slow-echo")
+
+@server.tool(description="The length of text.")
+def size(text: str) -> int:
+    time.sleep(0.01)
+    return len(text)
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_the_clients_own_requests_wait_rather_than_fail(tmp_path: Path) -> None:
+    """Large concurrent requests to a server that reads them slowly are paced by the pipe,
+    not cut by the bound (which is for what the client writes without waiting)."""
+    import sys
+
+    script = tmp_path / "echo.py"
+    script.write_text(ECHO_SERVER)
+    text = "x" * 200_000
+
+    async def main() -> list[Any]:
+        async with Client.stdio(sys.executable, [str(script)], max_outbound_bytes=64 * 1024) as c:
+            calls = [c.call_tool("size", {"text": text}, timeout=30) for _ in range(20)]
+            return await asyncio.gather(*calls)
+
+    results = run(main())
+    assert [r["structuredContent"]["result"] for r in results] == [200_000] * 20

@@ -38,7 +38,7 @@ class Hogs:
     """``HOGS`` connections that never send a byte, each opened again as soon as the server
     closes it (at most ``rate`` new connections per second: the test shares the machine)."""
 
-    def __init__(self, host: str, port: int, rate: float = 200.0) -> None:
+    def __init__(self, host: str, port: int, rate: float = 100.0) -> None:
         self.addr = (host, port)
         self.rate = rate
         self.stop = threading.Event()
@@ -104,8 +104,11 @@ def _sockets_of(pid: int) -> int:
     return n
 
 
-async def _call(address: str, token: str, n: int) -> float:
-    async with Client.connect(address, token=token, timeout=15.0, max_restarts=0) as c:
+async def _call(address: str, token: str, n: int, max_restarts: int = 3) -> float:
+    """One call on a new connection; a client's usual reconnections (3) are allowed: a
+    stalled machine can let newer hogs push the token holder out of the gate's allowance
+    before its first line is read, and the client then connects again."""
+    async with Client.connect(address, token=token, timeout=15.0, max_restarts=max_restarts) as c:
         result = await c.call_tool("add", {"a": n, "b": 1})
         return float(result["structuredContent"]["result"])
 

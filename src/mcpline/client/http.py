@@ -287,17 +287,21 @@ class HttpChannel:
                 stream.cancel()
             if rid in self._modern:
                 return  # closing the request's stream is the modern cancellation
-        try:
-            self.session.check_outbound(self._posting)
-        except ConnectionLost:
-            for task in list(self._sends):
-                task.cancel()
-            raise
         cost = len(line) + POST_COST
         self._posting += cost
         send = self._spawn(self._post_message(method, line))
         self._sends.add(send)
         send.add_done_callback(functools.partial(self._posted, cost))
+
+    def buffered(self) -> int:
+        """What the notifications and answers posted and not yet accepted count (each its
+        size plus `POST_COST`)."""
+        return self._posting
+
+    def abort(self) -> None:
+        """Give up the posts under way."""
+        for task in list(self._sends):
+            task.cancel()
 
     async def drain(self) -> None:
         """Wait for notifications and answers posted so far (so they arrive in order)."""

@@ -324,16 +324,22 @@ class ProcessChannel:
                 self._wrote = self._input_unread = True
                 return
             raise ConnectionLost(f"{self.label}: cannot write, the server's stdin is closed")
-        try:
-            self.session.check_outbound(pipe.get_write_buffer_size())  # type: ignore[attr-defined]
-        except ConnectionLost:
-            pipe.abort()  # type: ignore[attr-defined]
-            raise
         first = not self._wrote
         self._wrote = True
         pipe.write(data)  # type: ignore[attr-defined]
         if first and pipe.is_closing():  # the very first write found no reader
             self._input_unread = True
+
+    def buffered(self) -> int:
+        """Bytes written to the server's stdin that it has not read yet (the pipe's buffer)."""
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        return pipe.get_write_buffer_size() if pipe is not None else 0  # type: ignore[attr-defined]
+
+    def abort(self) -> None:
+        """Close the server's stdin at once, discarding what it has not read."""
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        if pipe is not None:
+            pipe.abort()  # type: ignore[attr-defined]
 
     async def drain(self) -> None:
         if self._protocol is not None and not self._protocol.can_write.is_set():

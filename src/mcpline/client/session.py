@@ -58,13 +58,15 @@ class Channel(Protocol):
     session then hands it each outgoing message as the dict it encoded, with its line, and
     never calls ``write``. Such a channel feeds each response stream through its own
     `Session.new_inbound` and `Session.dispatch`, so that streams never mix their lines.
+
+    A channel that can tell how many bytes it wrote that the server has not taken yet offers
+    ``buffered()``, and ``abort()`` to drop them and close at once: the session then bounds
+    what it writes without waiting (`Session.check_outbound`).
     """
 
     label: str
 
-    def write(self, data: bytes) -> None:
-        """Send ``data``; before it, `Session.check_outbound` with what still waits."""
-        ...
+    def write(self, data: bytes) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -81,8 +83,10 @@ class Session(Deadlines):
     ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails the
     requests it could belong to. Garbage lines are logged and skipped. At most
     ``max_server_requests`` server-initiated requests are handled at once; more are answered
-    with -32603 at once. Once ``max_outbound_bytes`` written bytes wait for a server that does
-    not read them, the connection is failed (`check_outbound`).
+    with -32603 at once. The session's own requests wait for the channel to drain; what it
+    writes without waiting (answers to the server, cancellations) fails the connection once
+    ``max_outbound_bytes`` written bytes wait for a server that does not read them
+    (`check_outbound`).
     """
 
     def __init__(
@@ -418,10 +422,10 @@ class Session(Deadlines):
     # --- output -------------------------------------------------------------------------
 
     def check_outbound(self, waiting: int) -> None:
-        """The rule for a channel about to write while ``waiting`` bytes it wrote before are
-        not yet taken by the server: under ``max_outbound_bytes`` it may (so what waits
+        """The rule for a message sent without waiting while ``waiting`` bytes written before
+        are not yet taken by the server: under ``max_outbound_bytes`` it may go (so what waits
         exceeds the bound by one message at most); at it, the connection is failed with a
-        `ConnectionLost` naming the limit, raised here, and the channel must close."""
+        `ConnectionLost` naming the limit, raised here, and the channel must be aborted."""
         if waiting < self.max_outbound_bytes:
             return
         err = ConnectionLost(
@@ -448,10 +452,18 @@ class Session(Deadlines):
             self.channel.write(line)
 
     def _send_quietly(self, msg: dict[str, Any]) -> None:
-        """Send, unless the connection is gone (then there is no one to tell)."""
+        """Send without waiting for the channel to drain, unless the connection is gone
+        (then there is no one to tell) or too much waits already (then it fails)."""
         if self.closed:
             return
+        buffered = getattr(self.channel, "buffered", None)
         with contextlib.suppress(ClientError):
+            if buffered is not None:
+                try:
+                    self.check_outbound(buffered())
+                except ConnectionLost:
+                    self.channel.abort()  # type: ignore[union-attr]
+                    raise
             self._send(msg)
 
     def _closed_error(self) -> ClientError:

@@ -134,12 +134,16 @@ class SocketChannel:
     def write(self, data: bytes) -> None:
         if self.transport is None or self.transport.is_closing():
             raise ConnectionLost(f"{self.label}: the connection is closed")
-        try:
-            self.session.check_outbound(self.transport.get_write_buffer_size())
-        except ConnectionLost:
-            self.transport.abort()
-            raise
         self.transport.write(data)
+
+    def buffered(self) -> int:
+        """Bytes written that the server has not read yet (the transport's buffer)."""
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+    def abort(self) -> None:
+        """Close the connection at once, discarding what the server has not read."""
+        if self.transport is not None:
+            self.transport.abort()
 
     async def drain(self) -> None:
         p = self.protocol
