@@ -87,7 +87,6 @@ def _cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", "/nonexistent")},
     )
 
 
