@@ -56,7 +56,10 @@ class _ClientProtocol(asyncio.Protocol):
         if self.received or self.channel.closing or self.channel.auth is None:
             return ""
         if self.channel.auth:
-            return " before answering (is the token right?)"
+            return (
+                " before answering (is the token right, or is the listener at its "
+                "connection limit?)"
+            )
         return (
             " before answering (no token was found: give one, set $MCPLINE_TOKEN, "
             "or connect as the user who started the server)"

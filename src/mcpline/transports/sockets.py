@@ -80,8 +80,9 @@ class _Listener:
     notes: dict[str, int] = field(default_factory=dict)
 
     def note(self, kind: str, message: str, *args: object) -> None:
-        """Log a warning of ``kind`` at its 1st, 10th, 100th, ... occurrence (a flood of
-        hostile connections must not become a flood of log lines), with the count."""
+        """Log a warning of ``kind`` at its 1st, 2nd, 4th, 8th... and every 1000th occurrence,
+        with the count (a flood of hostile connections must not become a flood of log
+        lines)."""
         n = self.notes.get(kind, 0) + 1
         self.notes[kind] = n
         if n & (n - 1) == 0 or n % 1000 == 0:
