@@ -119,9 +119,9 @@ class Session(Deadlines):
         self.max_server_requests = max_server_requests
         self.max_outbound_bytes = max_outbound_bytes
         self.refused = 0
+        """Server-initiated requests refused because ``max_server_requests`` were running."""
         self.ignored = 0
         """Server-initiated requests ignored because the era allows none."""
-        """Server-initiated requests refused because ``max_server_requests`` were running."""
         self.callbacks = CallbackTasks()
         self._trace = trace
         self._garbage = 0
