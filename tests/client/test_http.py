@@ -21,7 +21,7 @@ from mcpline.client import (
     ProtocolError,
     RequestTimeout,
 )
-from mcpline.client.http import HttpServer
+from mcpline.client.http import CrossOriginRedirect, HttpServer, next_hop
 
 from .http_fakes import (
     Request,
@@ -498,3 +498,43 @@ def test_allowed_cross_origin_redirects_carry_no_user_header_and_no_body() -> No
             assert not any(h.startswith("mcp-") for h in got.headers)
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    ("verb", "status", "location", "hop"),
+    [
+        ("POST", 307, "/v2/mcp", ("POST", "http://h:8000/v2/mcp", True, True)),
+        ("POST", 308, "http://H:8000/mcp2", ("POST", "http://H:8000/mcp2", True, True)),
+        ("POST", 303, "/other", ("GET", "http://h:8000/other", False, True)),
+        ("POST", 302, "/other", ("GET", "http://h:8000/other", False, True)),
+        ("GET", 301, "x", ("GET", "http://h:8000/x", False, True)),
+    ],
+)
+def test_next_hop_within_the_origin(
+    verb: str, status: int, location: str, hop: tuple[object, ...]
+) -> None:
+    got = next_hop(
+        "http://h:8000/mcp", verb, "http://h:8000/mcp", status, location, cross_origin=False
+    )
+    assert (got.verb, got.url, got.body, got.same_origin) == hop
+
+
+def test_next_hop_default_ports_are_the_same_origin() -> None:
+    hop = next_hop(
+        "https://h/mcp", "POST", "https://h/mcp", 307, "https://h:443/m", cross_origin=False
+    )
+    assert hop.same_origin and hop.body
+
+
+@pytest.mark.parametrize(
+    "location", ["http://h:8001/mcp", "https://h:8000/mcp", "http://evil/mcp", "//evil:8000/x"]
+)
+def test_next_hop_refuses_another_origin(location: str) -> None:
+    with pytest.raises(CrossOriginRedirect, match="another origin"):
+        next_hop("http://h:8000/mcp", "GET", "http://h:8000/mcp", 302, location, cross_origin=False)
+    with pytest.raises(CrossOriginRedirect, match="its body would go there"):
+        next_hop("http://h:8000/mcp", "POST", "http://h:8000/mcp", 307, location, cross_origin=True)
+    hop = next_hop(
+        "http://h:8000/mcp", "POST", "http://h:8000/mcp", 303, location, cross_origin=True
+    )
+    assert not hop.same_origin and not hop.body and hop.verb == "GET"

@@ -397,7 +397,7 @@ class HttpChannel:
                 generation = auth.generation
             http = self._long_pool() if long else self._http
             response = await self._follow(http, verb, h, content)
-            if auth is not None:
+            if auth is not None and _origin(str(response.url)) == _origin(self.url):
                 if response.status_code in (401, 403):
                     if rid is not None:
                         self.session.pause(rid)
