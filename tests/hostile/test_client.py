@@ -152,6 +152,12 @@ def test_when_allowed_a_cross_origin_hop_carries_no_user_header(
     assert all(r.startswith(b"GET ") and SECRET.encode() not in r for r in received), received
 
 
+def test_the_cross_origin_flag_is_for_http_servers_only() -> None:
+    proc = _cli("call", "add", "--follow-cross-origin-redirects", "--", sys.executable, "-V")
+    assert proc.returncode == 2
+    assert "--follow-cross-origin-redirects needs an http(s) server" in proc.stderr
+
+
 # --- M10: a server that floods the client and never reads ------------------------------------
 
 FLOOD_SERVER = r"""
