@@ -21,7 +21,7 @@ from mcpline.client import (
     ProtocolError,
     RequestTimeout,
 )
-from mcpline.client.http import HttpServer
+from mcpline.client.http import CrossOriginRedirect, HttpServer, next_hop
 
 from .http_fakes import (
     Request,
@@ -416,3 +416,125 @@ def test_a_listen_stream_survives_the_server_closing_it() -> None:
             assert listener.establishments >= 2
 
     run(main())
+
+
+# --- redirects ----------------------------------------------------------------------------
+
+
+def test_a_same_origin_redirect_keeps_the_headers_and_the_body() -> None:
+    async def main() -> None:
+        inner = modern()
+
+        async def moved(req: Request, w: asyncio.StreamWriter) -> None:
+            if req.path == "/old":
+                respond(w, 307, headers={"Location": "/mcp"})
+            else:
+                await inner(req, w)
+
+        async with fake_server(moved) as srv:
+            async with Client.http(srv.url + "/old", headers={"X-Api-Key": "k"}) as c:
+                await c.call_tool("regional", {"region": "r", "count": 1, "query": "q"})
+            followed = [r for r in srv.requests if r.path == "/mcp"]
+            assert followed and all(r.headers["x-api-key"] == "k" for r in followed)
+            assert followed[-1].json()["method"] == "tools/call"
+
+    run(main())
+
+
+@pytest.mark.parametrize("status", [307, 308, 302, 303])
+def test_a_redirect_to_another_origin_is_refused_and_it_receives_nothing(status: int) -> None:
+    async def main() -> None:
+        async with fake_server(modern()) as elsewhere:
+
+            async def away(req: Request, w: asyncio.StreamWriter) -> None:
+                respond(w, status, headers={"Location": elsewhere.url + "/mcp"})
+
+            async with (
+                fake_server(away) as srv,
+                Client.http(
+                    srv.url + "/mcp", headers={"X-Api-Key": "k"}, era="modern", max_restarts=0
+                ) as c,
+            ):
+                with pytest.raises(ProtocolError) as err:
+                    await c.call_tool("regional", {"query": "secret"})
+            assert elsewhere.requests == []
+            assert "another origin" in str(err.value) and elsewhere.url in str(err.value)
+            assert "follow_cross_origin_redirects" in str(err.value)
+
+    run(main())
+
+
+def test_allowed_cross_origin_redirects_carry_no_user_header_and_no_body() -> None:
+    async def main() -> None:
+        async with fake_server(modern()) as elsewhere:
+            home = modern()
+
+            async def away(req: Request, w: asyncio.StreamWriter) -> None:
+                method = req.json()["method"]
+                if method in ("server/discover", "tools/list"):
+                    await home(req, w)
+                    return
+                status = 303 if method == "prompts/list" else 307
+                respond(w, status, headers={"Location": elsewhere.url + "/mcp"})
+
+            async with (
+                fake_server(away) as srv,
+                Client.http(
+                    srv.url + "/mcp",
+                    headers={"X-Api-Key": "k"},
+                    era="modern",
+                    max_restarts=0,
+                    follow_cross_origin_redirects=True,
+                ) as c,
+            ):
+                with pytest.raises(ClientError):
+                    await c.list_prompts()  # 303: a GET, which the fake answers 405
+                with pytest.raises(ProtocolError) as err:
+                    await c.call_tool("regional", {"query": "secret"})  # 307: body
+            assert "its body would go there" in str(err.value)
+            assert [r.method for r in elsewhere.requests] == ["GET"]
+            got = elsewhere.requests[0]
+            assert got.body == b"" and "x-api-key" not in got.headers
+            assert not any(h.startswith("mcp-") for h in got.headers)
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("verb", "status", "location", "hop"),
+    [
+        ("POST", 307, "/v2/mcp", ("POST", "http://h:8000/v2/mcp", True, True)),
+        ("POST", 308, "http://H:8000/mcp2", ("POST", "http://H:8000/mcp2", True, True)),
+        ("POST", 303, "/other", ("GET", "http://h:8000/other", False, True)),
+        ("POST", 302, "/other", ("GET", "http://h:8000/other", False, True)),
+        ("GET", 301, "x", ("GET", "http://h:8000/x", False, True)),
+    ],
+)
+def test_next_hop_within_the_origin(
+    verb: str, status: int, location: str, hop: tuple[object, ...]
+) -> None:
+    got = next_hop(
+        "http://h:8000/mcp", verb, "http://h:8000/mcp", status, location, cross_origin=False
+    )
+    assert (got.verb, got.url, got.body, got.same_origin) == hop
+
+
+def test_next_hop_default_ports_are_the_same_origin() -> None:
+    hop = next_hop(
+        "https://h/mcp", "POST", "https://h/mcp", 307, "https://h:443/m", cross_origin=False
+    )
+    assert hop.same_origin and hop.body
+
+
+@pytest.mark.parametrize(
+    "location", ["http://h:8001/mcp", "https://h:8000/mcp", "http://evil/mcp", "//evil:8000/x"]
+)
+def test_next_hop_refuses_another_origin(location: str) -> None:
+    with pytest.raises(CrossOriginRedirect, match="another origin"):
+        next_hop("http://h:8000/mcp", "GET", "http://h:8000/mcp", 302, location, cross_origin=False)
+    with pytest.raises(CrossOriginRedirect, match="its body would go there"):
+        next_hop("http://h:8000/mcp", "POST", "http://h:8000/mcp", 307, location, cross_origin=True)
+    hop = next_hop(
+        "http://h:8000/mcp", "POST", "http://h:8000/mcp", 303, location, cross_origin=True
+    )
+    assert not hop.same_origin and not hop.body and hop.verb == "GET"

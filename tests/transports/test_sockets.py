@@ -442,6 +442,7 @@ def test_connection_limit(short_tmp: Path, servers: list[Listening]) -> None:
         assert _reply(s)["id"] == i
     with _connect(srv.address) as third:
         assert _everything_until_closed(third) == b""
+        third.close()
     first.close()
     deadline = time.monotonic() + 20
     while True:  # the server notices the closed connection, then has a free slot again
@@ -455,6 +456,41 @@ def test_connection_limit(short_tmp: Path, servers: list[Listening]) -> None:
                 time.sleep(0.2)
     second.close()
     assert "refused a connection" in srv.stderr_after_stop()
+
+
+def test_connections_at_the_gate_have_a_deadline_and_an_allowance(
+    short_tmp: Path, servers: list[Listening]
+) -> None:
+    srv = Listening(f"unix:{short_tmp / 'g.sock'}", "--auth-timeout", "1", "--max-pending", "2")
+    servers.append(srv)
+    first = _connect(srv.address)
+    second = _connect(srv.address)
+    served = _connect(srv.address)
+    try:
+        served.sendall(_line(1, "tools/list"))  # past the gate: no longer counted there
+        assert _reply(served)["id"] == 1
+        third = _connect(srv.address)  # the allowance (2) is full: the oldest makes room
+        assert _everything_until_closed(first) == b""
+        started = time.monotonic()
+        assert _everything_until_closed(second) == b""  # its first line is overdue
+        assert _everything_until_closed(third) == b""
+        assert time.monotonic() - started < 15
+        served.sendall(_line(2, "tools/list"))
+        assert _reply(served)["id"] == 2
+    finally:
+        for s in (first, second, served):
+            s.close()
+    err = srv.stderr_after_stop()
+    assert "closed the oldest connection still at the gate" in err
+    assert "no JSON-RPC within 1 s" in err
+
+
+@pytest.mark.parametrize(("option", "value"), [("--max-pending", "0"), ("--auth-timeout", "0")])
+def test_gate_limits_must_be_positive(option: str, value: str, short_tmp: Path) -> None:
+    error = _one_line_error(
+        [MCPLINE, "run", str(QUICKSTART), "--listen", f"unix:{short_tmp / 'p.sock'}", option, value]
+    )
+    assert "must be" in error
 
 
 def test_idle_connections_are_closed_but_not_a_pending_listen(

@@ -9,7 +9,8 @@ package tests ``sys.platform`` or ``os.name`` or uses ``killpg``, ``SIGHUP`` or 
 * parent death — `parent_monitor` (``getppid`` polling, or the parent's process handle);
 * process trees — `spawn_options` and `adopt` (a session and process group, or a suspended
   start in a new process group and a Job Object), the `ProcessTree` they give (terminate,
-  kill, alive, descendants outside the group), `HOST_WATCHDOG`, `unread_pipe_bytes`;
+  kill, alive, descendants outside the group, also found by the `TREE_ENV` marker of their
+  environment), `HOST_WATCHDOG`, `unread_pipe_bytes`;
 * memory and CPU — `tree_rss`, `process_memory`, `cpu_seconds`, `memory_unavailable`,
   `machine` (``/proc`` on Linux, the optional `psutil` elsewhere);
 * the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`.
@@ -18,6 +19,8 @@ package tests ``sys.platform`` or ``os.name`` or uses ``killpg``, ``SIGHUP`` or 
 from __future__ import annotations
 
 import sys
+
+from ._common import TREE_ENV as TREE_ENV
 
 if sys.platform == "win32":
     from . import windows as impl
@@ -84,4 +87,4 @@ def unix_sockets_unavailable() -> str | None:
     )
 
 
-__all__ = [*API, "WINDOWS", "unix_sockets_unavailable"]
+__all__ = [*API, "TREE_ENV", "WINDOWS", "unix_sockets_unavailable"]

@@ -7,6 +7,10 @@ import os
 import platform
 import sys
 
+TREE_ENV = "MCPLINE_TREE"
+"""The environment variable that marks every process of one started server's tree (see
+`mcpline._platform.posix.ProcessTree`)."""
+
 
 def machine_line(model: str, memory: int | None) -> str:
     """One line about this machine: CPUs, model, memory (bytes, None if unknown), OS, Python."""

@@ -60,6 +60,33 @@ def descendants(root: int) -> dict[int, float]:
     return {pid: started[pid] for pid in found}
 
 
+def marked(entry: bytes) -> dict[int, float]:
+    """Every live process (of this user: others' environments are unreadable) whose
+    environment holds ``entry`` (``NAME=value``), mapped to its start time; this process
+    left out. Finds descendants whatever became of their parents and sessions, unless they
+    cleared their environment."""
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return {}
+    me = str(os.getpid())
+    found: dict[int, float] = {}
+    for name in names:
+        if not name.isdigit() or name == me:
+            continue
+        try:
+            with open(f"{_PROC}/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if entry not in env.split(b"\0"):
+            continue
+        fields = stat_fields(name)
+        if fields is not None and len(fields) >= 20 and fields[0] not in ("Z", "X"):
+            found[int(name)] = int(fields[19])
+    return found
+
+
 def running(pid: int, start: float) -> bool:
     """Whether ``pid`` is still the live (not zombie) process that started at ``start``."""
     fields = stat_fields(pid)

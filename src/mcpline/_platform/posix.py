@@ -3,7 +3,9 @@
 Process trees: a server is started in a session of its own (``start_new_session``), so its
 process group is ended with ``killpg`` (SIGTERM, then SIGKILL). Descendants that left the
 group (``setsid``) are listed beforehand from Linux ``/proc``; elsewhere from `psutil` when it
-is installed, else not at all (logged once). Memory likewise: ``/proc`` on Linux, else psutil.
+is installed, else not at all (logged once): by parent links, and by the `TREE_ENV` entry the
+client put in the server's environment, which a double-forked daemon still carries once its
+parent has exited and it was re-parented to init. Memory likewise: ``/proc`` on Linux, else psutil.
 
 On Windows this module refuses to load (and so mypy ``--platform win32`` skips it); on any
 POSIX system it imports without touching anything that some POSIX systems lack (``fcntl``
@@ -28,7 +30,7 @@ from typing import Any
 
 from . import _procfs
 from . import _psutil as psutil_backend
-from ._common import machine_line, swap_stdio
+from ._common import TREE_ENV, machine_line, swap_stdio
 from ._threads import Controls, Sink, open_thread_reader
 
 if sys.platform == "win32":
@@ -193,6 +195,14 @@ def descendants(root: int) -> dict[int, float]:
     return {}
 
 
+def marked(marker: str) -> dict[int, float]:
+    """Processes whose environment has ``TREE_ENV=marker``, mapped to their start times
+    (``/proc`` on Linux, else psutil, else none)."""
+    if LINUX:
+        return _procfs.marked(f"{TREE_ENV}={marker}".encode())
+    return psutil_backend.marked(TREE_ENV, marker)
+
+
 def running(pid: int, start: float) -> bool:
     """Whether ``pid`` is still the live process that started at ``start`` (`descendants`)."""
     if LINUX:
@@ -250,15 +260,22 @@ def end_groups(groups: set[int], grace: float) -> None:
 
 
 class ProcessTree:
-    """A child started with `spawn_options`: the leader of its own process group."""
+    """A child started with `spawn_options`: the leader of its own process group, with the
+    ``marker`` its environment's `TREE_ENV` entry carries (if it was given one)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, marker: str | None = None) -> None:
         self.pid = pid
         self.pgid = pid  # start_new_session makes it the leader of its own group
+        self.marker = marker
 
     def descendants(self) -> dict[int, float]:
-        """Its descendants now (see the module's `descendants`)."""
-        return descendants(self.pid)
+        """Its descendants now: by parent links or session (the module's `descendants`),
+        and every process carrying its marker, wherever it was re-parented."""
+        found = descendants(self.pid)
+        if self.marker is not None:
+            found.update(marked(self.marker))
+            found.pop(self.pid, None)
+        return found
 
     def terminate(self) -> None:
         """SIGTERM to the group."""
@@ -289,9 +306,10 @@ def spawn_options() -> dict[str, Any]:
     return {"start_new_session": True}
 
 
-def adopt(pid: int) -> ProcessTree:
-    """The tree of a child just started with `spawn_options`."""
-    return ProcessTree(pid)
+def adopt(pid: int, *, marker: str | None = None) -> ProcessTree:
+    """The tree of a child just started with `spawn_options` (with ``TREE_ENV=marker`` in
+    its environment, when ``marker`` is given)."""
+    return ProcessTree(pid, marker)
 
 
 def unread_pipe_bytes(fd: int) -> int:

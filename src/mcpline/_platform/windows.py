@@ -327,8 +327,9 @@ class ProcessTree:
                 self.api.close(handle)
 
 
-def adopt(pid: int, *, api: Win32 | None = None) -> ProcessTree:
-    """Put a child just started with `spawn_options` in a new job, then resume it.
+def adopt(pid: int, *, api: Win32 | None = None, marker: str | None = None) -> ProcessTree:
+    """Put a child just started with `spawn_options` in a new job, then resume it (the job
+    holds every descendant, so ``marker`` is not needed here).
 
     Without a job (kernel32 unusable, or the job refused) a warning is logged and only the
     child itself can be ended. A child that cannot be resumed is terminated and OSError

@@ -36,14 +36,16 @@ async def require(client: Client, capability: str) -> Any:
     return description
 
 
-def _http_transport(url: str, headers: dict[str, str]) -> Transport:
+def _http_transport(url: str, headers: dict[str, str], cross_origin: bool = False) -> Transport:
     from ..client.http import HttpServer
     from ..client.oauth import FileTokenStore, OAuth
 
     # A server that answers 401 gets the browser flow; tokens are kept (0600) for next time.
     auth = OAuth(client_name="mcpline-cli", store=FileTokenStore())
     try:
-        return HttpServer(url, headers, auth, close_grace=1.0)
+        return HttpServer(
+            url, headers, auth, close_grace=1.0, follow_cross_origin_redirects=cross_origin
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -67,10 +69,13 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
         raise UsageError("--token-file needs --server tcp:HOST:PORT")
     if args.header and not (is_http or args.config):
         raise UsageError("--header needs an http(s) server")
+    cross_origin = bool(getattr(args, "follow_cross_origin_redirects", False))
+    if cross_origin and not (is_http or args.config):
+        raise UsageError("--follow-cross-origin-redirects needs an http(s) server")
     headers = parse_headers(args.header)
     transport: Transport
     if is_http:
-        transport = _http_transport(args.server, headers)
+        transport = _http_transport(args.server, headers, cross_origin)
     elif args.server:
         from ..addresses import parse_address, read_token_file
 
@@ -84,7 +89,7 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
         if args.config:
             entry = load_config(args.config, args.name)
             if entry.url is not None:
-                transport = _http_transport(entry.url, {**entry.headers, **headers})
+                transport = _http_transport(entry.url, {**entry.headers, **headers}, cross_origin)
                 return _client(args, run, answers, transport)
             if headers:
                 raise UsageError("--header needs an http(s) server")

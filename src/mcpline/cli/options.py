@@ -59,6 +59,12 @@ def common(p: argparse.ArgumentParser) -> None:
         help="an HTTP header for every request to an http(s) server (repeatable)",
     )
     g.add_argument(
+        "--follow-cross-origin-redirects",
+        action="store_true",
+        help="http(s): follow a redirect to another origin when it re-sends no body, without "
+        "the --header values (default: such a redirect is an error)",
+    )
+    g.add_argument(
         "--token-file",
         metavar="PATH",
         help="the token of a tcp: server (default: $MCPLINE_TOKEN, else the file it wrote)",

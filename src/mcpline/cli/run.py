@@ -10,7 +10,15 @@ from typing import Any
 
 from ..server.loading import load_server, load_worker_app
 
-SOCKET_OPTIONS = ("token_file", "no_auth", "max_connections", "idle_timeout", "max_line_bytes")
+SOCKET_OPTIONS = (
+    "token_file",
+    "no_auth",
+    "max_connections",
+    "max_pending",
+    "auth_timeout",
+    "idle_timeout",
+    "max_line_bytes",
+)
 
 
 def register(sub: Any) -> None:
@@ -75,6 +83,19 @@ def register(sub: Any) -> None:
         help="connections open at once; more are closed at once (default 64)",
     )
     g.add_argument(
+        "--max-pending",
+        type=int,
+        metavar="N",
+        help="connections not yet authenticated at once; one more closes the oldest (default 16)",
+    )
+    g.add_argument(
+        "--auth-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="close a connection that has not sent its first line (tcp: the token) within "
+        "this time (default 5)",
+    )
+    g.add_argument(
         "--idle-timeout",
         type=float,
         metavar="SECONDS",
@@ -114,6 +135,10 @@ def socket_options(args: argparse.Namespace) -> dict[str, Any]:
         options["auth"] = False
     if args.max_connections is not None:
         options["max_connections"] = args.max_connections
+    if args.max_pending is not None:
+        options["max_pending"] = args.max_pending
+    if args.auth_timeout is not None:
+        options["auth_timeout"] = args.auth_timeout
     if args.idle_timeout is not None:
         options["idle_timeout"] = args.idle_timeout or None
     if args.max_line_bytes is not None:

@@ -138,6 +138,7 @@ class Links:
             trace=o.trace,
             label=self.transport.label,
             max_server_requests=o.max_server_requests,
+            max_outbound_bytes=o.max_outbound_bytes,
         )
         session.tool_headers = self._tool_headers
         channel = await self.transport.open(session)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import AuthError
@@ -31,8 +32,9 @@ async def fetch_redirect(url: str, redirect_uri: str) -> str:
 
 
 async def browser_redirect(url: str, redirect_uri: str, *, timeout: float = 300.0) -> str:
-    """Open ``url`` in a browser and wait (at most ``timeout`` seconds) for the one request
-    to ``redirect_uri``, a loopback address this listens on."""
+    """Open ``url`` in a browser (and show it on stderr, stdout being the command's output)
+    and wait (at most ``timeout`` seconds) for the one request to ``redirect_uri``, a
+    loopback address this listens on."""
     import webbrowser
 
     parts = urlsplit(redirect_uri)
@@ -67,7 +69,7 @@ async def browser_redirect(url: str, redirect_uri: str, *, timeout: float = 300.
 
     server = await asyncio.start_server(on_connect, parts.hostname, parts.port)
     try:
-        print(f"Open this URL to authorize: {url}", flush=True)
+        print(f"Open this URL to authorize: {url}", file=sys.stderr, flush=True)
         with contextlib.suppress(Exception):
             webbrowser.open(url)
         try:

@@ -32,6 +32,7 @@ from .era import MODERN, ServerDescription
 from .mrtr import InputHandler, InputHandlers
 from .options import ClientOptions, LogCallback
 from .session import (
+    MAX_OUTBOUND_BYTES,
     MAX_SERVER_REQUESTS,
     CallbackTasks,
     Channel,
@@ -96,6 +97,7 @@ class Client(Links):
         max_server_requests: int = MAX_SERVER_REQUESTS,
         max_list_items: int = 100_000,
         tasks: bool = True,
+        max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
     ) -> None:
         self.transport = transport
         """How the server is reached (and reached again after a crash)."""
@@ -124,6 +126,7 @@ class Client(Links):
             max_server_requests=max_server_requests,
             max_list_items=max_list_items,
             tasks=tasks,
+            max_outbound_bytes=max_outbound_bytes,
         )
         o = self.options
         self._handlers = InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes)

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import msgspec
 
@@ -70,6 +70,73 @@ DEFAULT_RETRY = 1.0
 """Seconds before a reconnection when the server sent no ``retry`` field."""
 _NEWLINES = bytes.maketrans(b"\r\n", b"  ")
 _TRANSIENT = frozenset({502, 503, 504})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+POST_COST = 8 * 1024
+"""What one message posted but not yet accepted counts towards ``max_outbound_bytes`` besides
+its size (the task and the request that carry it)."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the port spelled out where it is the default."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _origin_label(url: str) -> str:
+    scheme, host, port = _origin(url)
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+class CrossOriginRedirect(ProtocolError):
+    """The server redirected a request to another origin, which the client does not follow
+    (it would carry the user's headers or the request's body there)."""
+
+
+@dataclass(frozen=True)
+class Hop:
+    """The next request of a redirect: its method, URL, and whether it keeps the body and
+    the user's headers (which it never does on another origin)."""
+
+    verb: str
+    url: str
+    body: bool
+    same_origin: bool
+
+
+def next_hop(
+    origin_url: str, verb: str, url: str, status: int, location: str, *, cross_origin: bool
+) -> Hop:
+    """Where a redirect (``status`` with ``location``, relative to ``url``) leads a ``verb``
+    request first sent to ``origin_url``.
+
+    303 (and 301/302 of anything but GET/HEAD) becomes a GET without a body; 307 and 308 keep
+    the method and the body. Another origin than ``origin_url``'s is refused with
+    `CrossOriginRedirect`, unless ``cross_origin`` allows it for a request without a body;
+    such a hop then carries none of the user's headers.
+    """
+    target = urljoin(url, location)
+    if status == 303 or (status in (301, 302) and verb not in ("GET", "HEAD")):
+        verb, body = "GET", False
+    else:
+        body = verb not in ("GET", "HEAD", "DELETE")
+    same = _origin(target) == _origin(origin_url)
+    if not same and (not cross_origin or body):
+        why = (
+            "its body would go there"
+            if cross_origin
+            else "mcpline does not follow redirects to another origin, where your headers "
+            "and the request's body would go (follow_cross_origin_redirects=True, or "
+            "--follow-cross-origin-redirects, follows those without a body, your headers "
+            "left out)"
+        )
+        raise CrossOriginRedirect(
+            f"{_redacted(origin_url)} redirected a {verb} (HTTP {status}) to another origin, "
+            f"{_origin_label(target)}; not followed: {why}"
+        )
+    return Hop(verb, target, body, same)
 
 
 def _redacted(url: str) -> str:
@@ -102,9 +169,11 @@ class HttpServer:
     often hold keys). ``connect_timeout`` bounds connecting and sending a request (how long
     an answer may take is the client's ``timeout``). At most ``max_connections`` requests are
     on the wire at once (more wait their turn; listen and GET streams have connections of
-    their own); at most ``max_redirects`` redirects are followed; ``verify`` is the TLS
-    verification (a CA bundle path, or False). Closing a legacy session sends DELETE, for at
-    most ``close_grace`` seconds.
+    their own); at most ``max_redirects`` redirects are followed, within the URL's origin
+    only: a redirect elsewhere fails the request with `CrossOriginRedirect`, unless
+    ``follow_cross_origin_redirects`` allows those that re-send no body (then without
+    ``headers`` or ``auth``). ``verify`` is the TLS verification (a CA bundle path, or
+    False). Closing a legacy session sends DELETE, for at most ``close_grace`` seconds.
     """
 
     url: str
@@ -115,6 +184,7 @@ class HttpServer:
     max_redirects: int = 5
     verify: bool | str = True
     close_grace: float = 2.0
+    follow_cross_origin_redirects: bool = False
 
     mirrors_tool_headers: ClassVar[bool] = True
     """This binding mirrors ``x-mcp-header`` parameters, so the client drops tools whose
@@ -171,13 +241,16 @@ class HttpChannel:
         self._tasks: set[asyncio.Task[None]] = set()
         self._get: asyncio.Task[None] | None = None
         self._closed = False
+        self._posting = 0
+        """Bytes of the notifications and answers posted and not yet accepted, each counted
+        with `POST_COST`."""
 
     def _pool(self, size: int | None) -> httpx2.AsyncClient:
         import httpx2
 
         return httpx2.AsyncClient(
             timeout=httpx2.Timeout(self.server.connect_timeout, read=None, pool=None),
-            follow_redirects=True,
+            follow_redirects=True,  # for the OAuth metadata; MCP requests: `_follow`
             max_redirects=self.server.max_redirects,
             verify=self.server.verify,
             limits=httpx2.Limits(max_connections=size, max_keepalive_connections=size),
@@ -214,9 +287,21 @@ class HttpChannel:
                 stream.cancel()
             if rid in self._modern:
                 return  # closing the request's stream is the modern cancellation
+        cost = len(line) + POST_COST
+        self._posting += cost
         send = self._spawn(self._post_message(method, line))
         self._sends.add(send)
-        send.add_done_callback(self._sends.discard)
+        send.add_done_callback(functools.partial(self._posted, cost))
+
+    def buffered(self) -> int:
+        """What the notifications and answers posted and not yet accepted count (each its
+        size plus `POST_COST`)."""
+        return self._posting
+
+    def abort(self) -> None:
+        """Give up the posts under way."""
+        for task in list(self._sends):
+            task.cancel()
 
     async def drain(self) -> None:
         """Wait for notifications and answers posted so far (so they arrive in order)."""
@@ -253,6 +338,10 @@ class HttpChannel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def _posted(self, cost: int, task: asyncio.Task[None]) -> None:
+        self._sends.discard(task)
+        self._posting -= cost
 
     def _done(self, rid: RequestId, _task: object = None) -> None:
         self._streams.pop(rid, None)
@@ -307,9 +396,8 @@ class HttpChannel:
                 h = {**headers, **(await auth.headers(self._http, self.url))}
                 generation = auth.generation
             http = self._long_pool() if long else self._http
-            request = http.build_request(verb, self.url, headers=h, content=content)
-            response = await http.send(request, stream=True)
-            if auth is not None:
+            response = await self._follow(http, verb, h, content)
+            if auth is not None and _origin(str(response.url)) == _origin(self.url):
                 if response.status_code in (401, 403):
                     if rid is not None:
                         self.session.pause(rid)
@@ -331,6 +419,40 @@ class HttpChannel:
                     auth.succeeded()
             return response
 
+    async def _follow(
+        self,
+        http: httpx2.AsyncClient,
+        verb: str,
+        headers: dict[str, str],
+        content: bytes | None,
+    ) -> httpx2.Response:
+        """Send, following at most ``max_redirects`` redirects by the rules of `next_hop`."""
+        url = self.url
+        for _ in range(self.server.max_redirects + 1):
+            request = http.build_request(verb, url, headers=headers, content=content)
+            response = await http.send(request, stream=True, follow_redirects=False)
+            location = response.headers.get("location")
+            if response.status_code not in _REDIRECTS or location is None:
+                return response
+            await response.aclose()
+            hop = next_hop(
+                self.url,
+                verb,
+                url,
+                response.status_code,
+                location,
+                cross_origin=self.server.follow_cross_origin_redirects,
+            )
+            verb, url = hop.verb, hop.url
+            if not hop.body:
+                content = None
+                headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+            if not hop.same_origin:
+                headers = {k: v for k, v in headers.items() if k.lower() == "accept"}
+        raise self._httpx.TooManyRedirects(
+            f"more than {self.server.max_redirects} redirects", request=request
+        )
+
     async def _post_message(self, method: str | None, line: bytes) -> None:
         """A notification or an answer to the server (legacy era): 202 expected."""
         headers = self._legacy_headers(sse=False)
@@ -338,7 +460,7 @@ class HttpChannel:
         try:
             response = await self._send("POST", headers, line)
             await response.aclose()
-        except self._httpx.HTTPError as exc:
+        except (self._httpx.HTTPError, ProtocolError) as exc:
             log.warning("%s: could not post %s: %s", self.label, method or "an answer", exc)
             return
         if response.status_code == 404 and self.session_id is not None:
@@ -581,6 +703,9 @@ class HttpChannel:
                         retry = parser.retry_ms / 1000
                 finally:
                     await response.aclose()
+            except CrossOriginRedirect as exc:
+                log.warning("%s: no GET stream: %s", self.label, exc)
+                return
             except self._httpx.HTTPError as exc:
                 log.info("%s: the GET stream broke (%s)", self.label, exc)
             failures += 1
@@ -597,4 +722,4 @@ class HttpChannel:
         )
 
 
-__all__ = ["HttpChannel", "HttpServer"]
+__all__ = ["CrossOriginRedirect", "HttpChannel", "HttpServer", "Hop", "next_hop"]

@@ -11,7 +11,7 @@ from ..spec import LOG_LEVELS
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .era import LEGACY, MODERN
 from .mrtr import InputHandler
-from .session import MAX_SERVER_REQUESTS, NotificationCallback, Trace
+from .session import MAX_OUTBOUND_BYTES, MAX_SERVER_REQUESTS, NotificationCallback, Trace
 
 LogCallback = Callable[[dict[str, Any]], Any]
 """``on_log(params)`` for each ``notifications/message``; may be a coroutine function."""
@@ -44,7 +44,9 @@ class ClientOptions:
 
     Limits: lines of at most ``max_line_bytes``; at most ``max_rounds`` input rounds per
     request; a legacy server's own requests handled at most ``max_server_requests`` at a
-    time (more are answered -32603); `Client.list_all` collects at most ``max_list_items``.
+    time (more are answered -32603); `Client.list_all` collects at most ``max_list_items``;
+    once ``max_outbound_bytes`` written bytes wait for a server that does not read them, the
+    connection fails (`ConnectionLost` naming the limit; docs/backpressure.md).
 
     ``tasks`` declares the tasks extension on modern requests: a server may then answer a
     tool call with a task, which the client follows (see `mcpline.client.tasks`).
@@ -74,12 +76,15 @@ class ClientOptions:
     max_server_requests: int = MAX_SERVER_REQUESTS
     max_list_items: int = 100_000
     tasks: bool = True
+    max_outbound_bytes: int = MAX_OUTBOUND_BYTES
 
     def __post_init__(self) -> None:
         if self.era not in ERAS:
             raise ValueError("era must be 'auto', 'modern' or 'legacy'")
         if self.log_level is not None and self.log_level not in LOG_LEVELS:
             raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}")
+        if self.max_outbound_bytes < 1:
+            raise ValueError("max_outbound_bytes must be positive")
         object.__setattr__(self, "elicitation_modes", tuple(self.elicitation_modes))
 
 

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -263,6 +264,8 @@ class ProcessChannel:
         full_env = dict(os.environ) if inherit_env else {}
         if env:
             full_env.update(env)
+        marker = secrets.token_hex(8)
+        full_env[_platform.TREE_ENV] = marker
         label = os.path.basename(command) + (f" {args[0]}" if args else "")
         chan = cls(
             session, label, on_stderr=on_stderr, close_grace=close_grace, term_grace=term_grace
@@ -283,7 +286,7 @@ class ProcessChannel:
         except OSError as exc:
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
         try:
-            chan.tree = _platform.adopt(transport.get_pid())
+            chan.tree = _platform.adopt(transport.get_pid(), marker=marker)
         except OSError as exc:
             transport.close()
             raise ConnectionLost(f"cannot start {command!r}: {exc}", retriable=False) from exc
@@ -326,6 +329,17 @@ class ProcessChannel:
         pipe.write(data)  # type: ignore[attr-defined]
         if first and pipe.is_closing():  # the very first write found no reader
             self._input_unread = True
+
+    def buffered(self) -> int:
+        """Bytes written to the server's stdin that it has not read yet (the pipe's buffer)."""
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        return pipe.get_write_buffer_size() if pipe is not None else 0  # type: ignore[attr-defined]
+
+    def abort(self) -> None:
+        """Close the server's stdin at once, discarding what it has not read."""
+        pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
+        if pipe is not None:
+            pipe.abort()  # type: ignore[attr-defined]
 
     async def drain(self) -> None:
         if self._protocol is not None and not self._protocol.can_write.is_set():

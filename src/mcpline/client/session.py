@@ -46,6 +46,10 @@ Trace = Callable[[str, bytes], None]
 MAX_SERVER_REQUESTS = 16
 """Server-initiated requests handled at once by default; more are refused with -32603."""
 
+MAX_OUTBOUND_BYTES = 16 * 1024 * 1024
+"""Bytes written to a server that it has not read yet, by default, before the connection is
+failed (as the server bounds what waits for a client: docs/backpressure.md)."""
+
 
 class Channel(Protocol):
     """A byte stream to one server.
@@ -54,6 +58,10 @@ class Channel(Protocol):
     session then hands it each outgoing message as the dict it encoded, with its line, and
     never calls ``write``. Such a channel feeds each response stream through its own
     `Session.new_inbound` and `Session.dispatch`, so that streams never mix their lines.
+
+    A channel that can tell how many bytes it wrote that the server has not taken yet offers
+    ``buffered()``, and ``abort()`` to drop them and close at once: the session then bounds
+    what it writes without waiting (`Session.check_outbound`).
     """
 
     label: str
@@ -75,7 +83,10 @@ class Session(Deadlines):
     ``max_line_bytes`` bounds memory: a longer line is discarded as it arrives and fails the
     requests it could belong to. Garbage lines are logged and skipped. At most
     ``max_server_requests`` server-initiated requests are handled at once; more are answered
-    with -32603 at once.
+    with -32603 at once. The session's own requests wait for the channel to drain; what it
+    writes without waiting (answers to the server, cancellations) fails the connection once
+    ``max_outbound_bytes`` written bytes wait for a server that does not read them
+    (`check_outbound`).
     """
 
     def __init__(
@@ -88,6 +99,7 @@ class Session(Deadlines):
         trace: Trace | None = None,
         label: str = "server",
         max_server_requests: int = MAX_SERVER_REQUESTS,
+        max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self._host_notification = on_notification
@@ -105,8 +117,11 @@ class Session(Deadlines):
         self._listeners: dict[RequestId, Pending] = {}
         self._served: dict[RequestId, asyncio.Task[None]] = {}
         self.max_server_requests = max_server_requests
+        self.max_outbound_bytes = max_outbound_bytes
         self.refused = 0
         """Server-initiated requests refused because ``max_server_requests`` were running."""
+        self.ignored = 0
+        """Server-initiated requests ignored because the era allows none."""
         self.callbacks = CallbackTasks()
         self._trace = trace
         self._garbage = 0
@@ -357,11 +372,14 @@ class Session(Deadlines):
 
     def _on_request(self, req: Request) -> None:
         if not self.accept_requests:
-            log.warning(
-                "%s sent a %s request, which this era does not allow; ignored",
-                self.label,
-                req.method,
-            )
+            self.ignored += 1
+            if self.ignored == 1 or self.ignored % 1000 == 0:
+                log.warning(
+                    "%s sent a %s request, which this era does not allow; ignored (%d so far)",
+                    self.label,
+                    req.method,
+                    self.ignored,
+                )
             return
         if req.id in self._served:
             self._send_quietly(jsonrpc.duplicate_id_reply(req.id))
@@ -403,9 +421,27 @@ class Session(Deadlines):
 
     # --- output -------------------------------------------------------------------------
 
+    def check_outbound(self, waiting: int) -> None:
+        """The rule for a message sent without waiting while ``waiting`` bytes written before
+        are not yet taken by the server: under ``max_outbound_bytes`` it may go (so what waits
+        exceeds the bound by one message at most); at it, the connection is failed with a
+        `ConnectionLost` naming the limit, raised here, and the channel must be aborted."""
+        if waiting < self.max_outbound_bytes:
+            return
+        err = ConnectionLost(
+            f"{self.label} has not read the last {waiting} bytes the client wrote to it "
+            f"(the limit is max_outbound_bytes={self.max_outbound_bytes}); "
+            "the connection is closed",
+            retriable=False,
+        )
+        if not self.closed:
+            log.warning("%s", err)
+            self.connection_lost(err)
+        raise err
+
     def _send(self, msg: dict[str, Any]) -> None:
         if self.closed or self.channel is None:
-            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+            raise self._closed_error()
         line = encode(msg)
         if self._trace is not None:
             self._trace("send", line[:-1])
@@ -416,9 +452,25 @@ class Session(Deadlines):
             self.channel.write(line)
 
     def _send_quietly(self, msg: dict[str, Any]) -> None:
-        """Send, unless the connection is gone (then there is no one to tell)."""
+        """Send without waiting for the channel to drain, unless the connection is gone
+        (then there is no one to tell) or too much waits already (then it fails)."""
+        if self.closed:
+            return
+        buffered = getattr(self.channel, "buffered", None)
         with contextlib.suppress(ClientError):
+            if buffered is not None:
+                try:
+                    self.check_outbound(buffered())
+                except ConnectionLost:
+                    self.channel.abort()  # type: ignore[union-attr]
+                    raise
             self._send(msg)
+
+    def _closed_error(self) -> ClientError:
+        """Why nothing can be sent, with no traceback yet: raising one stored exception
+        again and again would chain every traceback to it."""
+        err = self.close_reason or ConnectionLost(f"{self.label} is not connected")
+        return err.with_traceback(None)
 
     async def notify(self, method: str, params: Any = jsonrpc.MISSING) -> None:
         self._send(jsonrpc.notification(method, params))
@@ -449,7 +501,7 @@ class Session(Deadlines):
         ``subscriptionId`` go to that callback (a listen stream).
         """
         if self.closed:
-            raise self.close_reason or ConnectionLost(f"{self.label} is not connected")
+            raise self._closed_error()
         rid = next(self._ids)
         p = Pending(
             rid, method, self.loop.create_future(), timeout, on_progress, cancellable=cancellable
@@ -523,6 +575,7 @@ class Session(Deadlines):
 
 
 __all__ = [
+    "MAX_OUTBOUND_BYTES",
     "MAX_SERVER_REQUESTS",
     "CallbackTasks",
     "Channel",

@@ -56,7 +56,10 @@ class _ClientProtocol(asyncio.Protocol):
         if self.received or self.channel.closing or self.channel.auth is None:
             return ""
         if self.channel.auth:
-            return " before answering (is the token right?)"
+            return (
+                " before answering (is the token right, or is the listener at its "
+                "connection limit?)"
+            )
         return (
             " before answering (no token was found: give one, set $MCPLINE_TOKEN, "
             "or connect as the user who started the server)"
@@ -135,6 +138,15 @@ class SocketChannel:
         if self.transport is None or self.transport.is_closing():
             raise ConnectionLost(f"{self.label}: the connection is closed")
         self.transport.write(data)
+
+    def buffered(self) -> int:
+        """Bytes written that the server has not read yet (the transport's buffer)."""
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+    def abort(self) -> None:
+        """Close the connection at once, discarding what the server has not read."""
+        if self.transport is not None:
+            self.transport.abort()
 
     async def drain(self) -> None:
         p = self.protocol

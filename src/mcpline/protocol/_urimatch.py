@@ -84,6 +84,9 @@ _TRIPLET_BYTES = (_TRIPLET + _CODES).encode("latin-1")
 _NOT_URI_CHAR = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
 _PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
 _PCT_TRIPLET_BYTES = re.compile(rb"%(?=[0-9A-Fa-f]{2})")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+"""What no matched value may contain, raw or pct-encoded: C0 controls (NUL included) and DEL,
+which cut C strings and paths short and forge lines in logs and terminals."""
 
 
 class _Text:
@@ -331,7 +334,8 @@ class Matcher:
         return text.encode("latin-1")
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables ``uri`` binds, or ``None`` when it does not fit the template.
+        """The variables ``uri`` binds, or ``None`` when it does not fit the template (or
+        a value would contain a control character: U+0000 to U+001F, U+007F).
 
         Runs in time linear in ``len(uri)`` for a given template (a few big-integer
         operations on ``len(uri)``-bit numbers per template node, times ``log2(len(uri))``
@@ -377,6 +381,9 @@ class Matcher:
                     return None
         except UnicodeDecodeError:
             return None
+        for value in out.values():
+            if any(_CONTROL.search(v) for v in ([value] if isinstance(value, str) else value)):
+                return None
         return out
 
 

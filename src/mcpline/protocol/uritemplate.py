@@ -3,10 +3,12 @@
 Sans-I/O. `UriTemplate(text)` parses once (``ValueError`` for a malformed template);
 `expand(values)` follows the RFC exactly; `match(uri)` is its best-effort inverse: it returns
 the variables' pct-decoded values (``str``, or ``list[str]`` for exploded variables), or
-``None`` when the URI cannot have come from the template. Matching is necessarily partial —
-expansion loses information (a list and a comma-joined string expand alike) — so values come
-back as text and typing them is the caller's business. `match` takes time linear in the
-URI's length for any template (no backtracking), so an untrusted URI cannot stall it.
+``None`` when the URI cannot have come from the template or a value would hold a control
+character (so a server answers such a URI "not found" without calling the handler).
+Matching is necessarily partial — expansion loses information (a list and a comma-joined
+string expand alike) — so values come back as text and typing them is the caller's business.
+`match` takes time linear in the URI's length for any template (no backtracking), so an
+untrusted URI cannot stall it.
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ class UriTemplate:
         return "".join(out)
 
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
-        """The variables ``uri`` binds, or ``None`` when it does not fit the template.
+        """The variables ``uri`` binds, or ``None`` when it does not fit the template, or
+        when a value, once pct-decoded, would contain a control character (U+0000 to U+001F,
+        U+007F: ``%00`` cuts paths and C strings short, ``%0A`` forges log lines).
 
         Runs in time linear in ``len(uri)`` for a given template (a few big-integer
         operations on ``len(uri)``-bit numbers per template node, times ``log2(len(uri))``

@@ -45,6 +45,13 @@ SOCKET_MAX_LINE_BYTES = 4 * 1024 * 1024
 """Default largest line on a socket connection (4 MiB), unless the server's is smaller."""
 
 DEFAULT_MAX_CONNECTIONS = 64
+"""Connections past the gate open at once."""
+
+DEFAULT_MAX_PENDING = 16
+"""Connections not yet past the gate (no first line yet) open at once, besides those."""
+
+DEFAULT_AUTH_TIMEOUT = 5.0
+"""Seconds a connection has to pass the gate (the token line on TCP, a ``{`` on Unix)."""
 
 DEFAULT_IDLE_TIMEOUT = 300.0
 
@@ -55,15 +62,31 @@ class ListenError(Exception):
 
 @dataclass
 class _Listener:
-    """What the connections of one listener share: its limits, token and live protocols."""
+    """What the connections of one listener share: its limits, token and live protocols.
+
+    ``pending`` holds the connections still at the gate, oldest first (a dict keeps the
+    order); ``active`` those let through."""
 
     server: Server
     token: str | None
     max_connections: int
     idle_timeout: float | None
     max_line_bytes: int
+    max_pending: int = DEFAULT_MAX_PENDING
+    auth_timeout: float = DEFAULT_AUTH_TIMEOUT
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     active: set[_ServerProtocol] = field(default_factory=set)
+    pending: dict[_ServerProtocol, None] = field(default_factory=dict)
+    notes: dict[str, int] = field(default_factory=dict)
+
+    def note(self, kind: str, message: str, *args: object) -> None:
+        """Log a warning of ``kind`` at its 1st, 2nd, 4th, 8th... and every 1000th occurrence,
+        with the count (a flood of hostile connections must not become a flood of log
+        lines)."""
+        n = self.notes.get(kind, 0) + 1
+        self.notes[kind] = n
+        if n & (n - 1) == 0 or n % 1000 == 0:
+            log.warning(message + " (%d so far)", *args, n)
 
 
 class _ServerProtocol(asyncio.Protocol):
@@ -83,18 +106,69 @@ class _ServerProtocol(asyncio.Protocol):
         self.peer = str(transport.get_extra_info("peername") or "unix peer")
         listener = self.listener
         if len(listener.active) >= listener.max_connections:
-            log.warning(
-                "refused a connection from %s: %d connections are open (the limit)",
-                self.peer,
-                listener.max_connections,
-            )
-            transport.abort()  # type: ignore[attr-defined]
+            self._refuse()
             return
-        listener.active.add(self)
+        if len(listener.pending) >= listener.max_pending:
+            oldest = next(iter(listener.pending))
+            listener.note(
+                "evicted",
+                "closed the oldest connection still at the gate (from %s) for a new one: "
+                "%d connections wait for their first line (the limit)",
+                oldest.peer,
+                listener.max_pending,
+            )
+            oldest.abort()
+        listener.pending[self] = None
         loop = asyncio.get_running_loop()
         self.last_activity = loop.time()
+        self.timer = loop.call_later(listener.auth_timeout, self._gate_expired)
+
+    def _refuse(self) -> None:
+        self.listener.note(
+            "refused",
+            "refused a connection from %s: %d connections are open (the limit)",
+            self.peer,
+            self.listener.max_connections,
+        )
+        self.abort()
+
+    def abort(self) -> None:
+        """Close at once, discarding what is buffered (no longer counted anywhere)."""
+        self.listener.pending.pop(self, None)
+        self.listener.active.discard(self)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _gate_expired(self) -> None:
+        self.timer = None
+        if self.conn is None:
+            self.listener.note(
+                "gate-timeout",
+                "closed a connection from %s: no %s within %g s",
+                self.peer,
+                "authenticate line" if self.listener.token is not None else "JSON-RPC",
+                self.listener.auth_timeout,
+            )
+            self.abort()
+
+    def _admit(self) -> bool:
+        """Move this connection from the gate to the open ones; False if they are full."""
+        listener = self.listener
+        listener.pending.pop(self, None)
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if len(listener.active) >= listener.max_connections:
+            self._refuse()
+            return False
+        listener.active.add(self)
         if listener.idle_timeout is not None:
+            loop = asyncio.get_running_loop()
             self.timer = loop.call_later(listener.idle_timeout, self._check_idle)
+        return True
 
     def _open(self) -> None:
         from ..server.connection import Connection
@@ -131,8 +205,8 @@ class _ServerProtocol(asyncio.Protocol):
         data = self.gate.feed(data)
         if self.gate.verdict is Verdict.REJECT:
             log.warning("closed a connection from %s: %s", self.peer, self.gate.reason)
-            self.transport.abort()
-        elif self.gate.verdict is Verdict.OPEN:
+            self.abort()
+        elif self.gate.verdict is Verdict.OPEN and self._admit():
             self._open()
             if data:
                 self.data_received(data)
@@ -145,6 +219,7 @@ class _ServerProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.listener.active.discard(self)
+        self.listener.pending.pop(self, None)
         if self.timer is not None:
             self.timer.cancel()
         if self.conn is not None:
@@ -176,8 +251,6 @@ class _ServerProtocol(asyncio.Protocol):
         log.info("closing the connection from %s: idle for %g s", self.peer, timeout)
         if self.conn is not None:
             self.conn.begin_shutdown("idle")
-        else:
-            self.transport.close()
 
     def stop(self) -> None:
         if self.conn is not None:
@@ -208,6 +281,8 @@ async def serve_socket(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     max_line_bytes: int | None = None,
+    max_pending: int = DEFAULT_MAX_PENDING,
+    auth_timeout: float = DEFAULT_AUTH_TIMEOUT,
 ) -> None:
     """Accept connections on ``address`` until ``stop`` is set (or SIGTERM/SIGINT).
 
@@ -215,9 +290,11 @@ async def serve_socket(
     the first line must also be the `AUTH_METHOD` notification with the token: ``token``,
     else ``$MCPLINE_TOKEN``, else a new random one; it is stored in the default token file
     of the bound address (`mcpline.addresses.token_path`), which is removed at exit. ``auth=False``
-    drops the token (a loud warning). At most ``max_connections`` are open at once; one idle
-    for ``idle_timeout`` seconds (None: never) is closed; lines are at most
-    ``max_line_bytes`` (default: the server's limit, capped at 4 MiB). Raises `ListenError`.
+    drops the token (a loud warning). A connection has ``auth_timeout`` seconds to pass that
+    gate; at most ``max_pending`` wait at it at once (one more closes the oldest of them), and
+    at most ``max_connections`` are past it (more are closed at once); one idle for
+    ``idle_timeout`` seconds (None: never) is closed; lines are at most ``max_line_bytes``
+    (default: the server's limit, capped at 4 MiB). Raises `ListenError`.
     """
     try:
         addr = parse_address(address)
@@ -228,6 +305,10 @@ async def serve_socket(
         raise ListenError(unavailable)
     if max_connections < 1:
         raise ListenError("the connection limit must be at least 1")
+    if max_pending < 1:
+        raise ListenError("the limit of connections at the gate must be at least 1")
+    if auth_timeout <= 0:
+        raise ListenError("the authentication timeout must be positive")
     if idle_timeout is not None and idle_timeout <= 0:
         raise ListenError("the idle timeout must be positive")
     if max_line_bytes is None:
@@ -247,7 +328,9 @@ async def serve_socket(
             raise ListenError(str(exc)) from None
     else:
         token = None
-    listener = _Listener(server, token, max_connections, idle_timeout, max_line_bytes)
+    listener = _Listener(
+        server, token, max_connections, idle_timeout, max_line_bytes, max_pending, auth_timeout
+    )
     loop = asyncio.get_running_loop()
     stop = stop or asyncio.Event()
     token_file: Path | None = None
@@ -301,7 +384,7 @@ async def serve_socket(
             await stop.wait()
         finally:
             sock_server.close()
-            for proto in list(listener.active):
+            for proto in [*listener.active, *listener.pending]:
                 proto.stop()
             if listener.tasks:
                 await asyncio.wait(list(listener.tasks), timeout=server.options.shutdown_grace + 2)
@@ -357,8 +440,10 @@ def serve_address(server: Server, address: str, **options: Any) -> None:
 
 
 __all__ = [
+    "DEFAULT_AUTH_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_MAX_PENDING",
     "ListenError",
     "serve_address",
     "serve_socket",
