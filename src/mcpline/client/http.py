@@ -304,12 +304,13 @@ class HttpChannel:
             h = headers
             generation = 0
             if auth is not None:
-                h = {**headers, **(await auth.headers(self._http, self.url))}
+                h = {**headers, **(await auth.headers(self._http, self.url, verb))}
                 generation = auth.generation
             http = self._long_pool() if long else self._http
             request = http.build_request(verb, self.url, headers=h, content=content)
             response = await http.send(request, stream=True)
             if auth is not None:
+                auth.received(self.url, response.headers)
                 if response.status_code in (401, 403):
                     if rid is not None:
                         self.session.pause(rid)
