@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from .._version import version
-from .config import load_config, parse_headers
+from .config import load_config, parse_auth, parse_headers
 from .options import UsageError
 from .output import note
 
@@ -36,13 +36,14 @@ async def require(client: Client, capability: str) -> Any:
     return description
 
 
-def _http_transport(url: str, headers: dict[str, str]) -> Transport:
+def _http_transport(url: str, headers: dict[str, str], settings: dict[str, Any]) -> Transport:
     from ..client.http import HttpServer
-    from ..client.oauth import FileTokenStore, OAuth
+    from ..client.oauth import FileTokenStore, oauth_settings
 
-    # A server that answers 401 gets the browser flow; tokens are kept (0600) for next time.
-    auth = OAuth(client_name="mcpline-cli", store=FileTokenStore())
+    # A server that answers 401 gets the grant ``settings`` name (by default the browser
+    # flow); tokens and DPoP keys are kept (0600) for next time.
     try:
+        auth = oauth_settings(settings, client_name="mcpline-cli", store=FileTokenStore())
         return HttpServer(url, headers, auth, close_grace=1.0)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -67,10 +68,13 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
         raise UsageError("--token-file needs --server tcp:HOST:PORT")
     if args.header and not (is_http or args.config):
         raise UsageError("--header needs an http(s) server")
+    if args.auth and not (is_http or args.config):
+        raise UsageError("--auth needs an http(s) server")
     headers = parse_headers(args.header)
+    auth = parse_auth(args.auth)
     transport: Transport
     if is_http:
-        transport = _http_transport(args.server, headers)
+        transport = _http_transport(args.server, headers, auth)
     elif args.server:
         from ..addresses import parse_address, read_token_file
 
@@ -84,10 +88,12 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
         if args.config:
             entry = load_config(args.config, args.name)
             if entry.url is not None:
-                transport = _http_transport(entry.url, {**entry.headers, **headers})
+                transport = _http_transport(
+                    entry.url, {**entry.headers, **headers}, {**entry.auth, **auth}
+                )
                 return _client(args, run, answers, transport)
-            if headers:
-                raise UsageError("--header needs an http(s) server")
+            if headers or auth:
+                raise UsageError("--header and --auth need an http(s) server")
             assert entry.command is not None
             command, cmd_args, env, cwd = entry.command, entry.args, entry.env, entry.cwd
         else:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import AuthError
+from ._oauth_config import oauth_settings
 from ._oauth_dpop import DPoPKey
 from ._oauth_grants import (
     ClientAuth,
@@ -694,5 +695,6 @@ __all__ = [
     "covers",
     "fetch_redirect",
     "loopback_redirect_uri",
+    "oauth_settings",
     "parse_challenges",
 ]
