@@ -374,3 +374,16 @@ def test_dpop_off_gets_a_bearer_token() -> None:
 
     session(server, auth)
     assert list(server.issued.values()) == [None] and not server.mcp_proofs
+
+
+def test_a_token_file_over_its_bound_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "token"
+    big.write_text("x" * 100)
+    source = TokenSource(file=str(big), max_bytes=64)
+    server = AuthServer()
+    session(
+        server,
+        lambda s: OAuth(grant=WorkloadIdentity(token=source)),
+        refused(f"the workload token file {big} holds more than 64 bytes"),
+    )
+    assert not server.token_requests

@@ -39,7 +39,7 @@ ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 SECRET_METHODS = ("client_secret_basic", "client_secret_post")
 MAX_TOKEN_BYTES = 64 * 1024
-"""The most a token file or command may yield."""
+"""The default of ``TokenSource(max_bytes=...)``: the most a token file or command may yield."""
 
 
 # --- where tokens and keys come from ---------------------------------------------------------
@@ -49,12 +49,14 @@ MAX_TOKEN_BYTES = 64 * 1024
 class TokenSource:
     """A token given as ``value``, read from ``file`` or printed by ``command`` (run without a
     shell, at most ``timeout`` seconds), fetched again every time one is needed (platform
-    tokens rotate). Exactly one of the three."""
+    tokens rotate). Exactly one of the three; a file or output of more than ``max_bytes`` is
+    refused."""
 
     value: str | None = field(default=None, repr=False)
     file: str | None = None
     command: Sequence[str] | None = None
     timeout: float = 30.0
+    max_bytes: int = MAX_TOKEN_BYTES
 
     def __post_init__(self) -> None:
         if sum(x is not None for x in (self.value, self.file, self.command)) != 1:
@@ -71,7 +73,7 @@ class TokenSource:
         elif self.file is not None:
             try:
                 with open(self.file, "rb") as f:
-                    data = f.read(MAX_TOKEN_BYTES + 1)
+                    data = f.read(self.max_bytes + 1)
             except OSError as exc:
                 why = exc.strerror
                 raise AuthError(f"cannot read the {what} file {self.file}: {why}") from None
@@ -84,8 +86,8 @@ class TokenSource:
         return token
 
     def _text(self, data: bytes, where: str) -> str:
-        if len(data) > MAX_TOKEN_BYTES:
-            raise AuthError(f"{where} holds more than {MAX_TOKEN_BYTES} bytes")
+        if len(data) > self.max_bytes:
+            raise AuthError(f"{where} holds more than {self.max_bytes} bytes")
         try:
             return data.decode("ascii").strip()
         except UnicodeDecodeError:
@@ -104,7 +106,7 @@ class TokenSource:
             raise AuthError(f"cannot run the {what} command {name}: {exc.strerror}") from None
         assert proc.stdout is not None
         try:
-            data = await asyncio.wait_for(proc.stdout.read(MAX_TOKEN_BYTES + 1), self.timeout)
+            data = await asyncio.wait_for(proc.stdout.read(self.max_bytes + 1), self.timeout)
             status = await asyncio.wait_for(proc.wait(), self.timeout)
         except asyncio.TimeoutError:
             why = f"gave no token in {self.timeout:g}s"

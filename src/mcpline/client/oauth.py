@@ -74,7 +74,7 @@ AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 DPOP_ALGS = ("ES256",)
 """The DPoP proof algorithms this client signs with."""
 MAX_NONCE_RETRIES = 2
-"""Requests sent again in a row because a server asked for a (new) DPoP nonce."""
+"""The default of ``OAuth(max_nonce_retries=...)``."""
 OFFLINE_ACCESS = "offline_access"
 MAX_METADATA_BYTES = 256 * 1024
 EXPIRY_MARGIN = 30.0
@@ -99,7 +99,8 @@ class OAuth:
     `ClientCredentials`, `WorkloadIdentity` or `IdentityAssertion`. ``dpop`` asks for
     DPoP-bound tokens (RFC 9449): True always, False never, None (the default) when the
     resource server accepts DPoP (its challenge or metadata says so) and the authorization
-    server signs proofs with ES256.
+    server signs proofs with ES256; a server that wants a new DPoP nonce more than
+    ``max_nonce_retries`` times in a row for one request gets an `AuthError`.
     """
 
     def __init__(
@@ -119,6 +120,7 @@ class OAuth:
         timeout: float = 30.0,
         grant: Grant | None = None,
         dpop: bool | None = None,
+        max_nonce_retries: int = MAX_NONCE_RETRIES,
     ) -> None:
         if token_endpoint_auth_method not in (None, *AUTH_METHODS):
             raise ValueError(f"token_endpoint_auth_method must be one of {AUTH_METHODS}")
@@ -147,6 +149,7 @@ class OAuth:
         self._dpop_offered = False
         """The resource server challenged with the DPoP scheme."""
         self._nonce_retries = 0
+        self.max_nonce_retries = max_nonce_retries
 
     def __repr__(self) -> str:
         return (
@@ -247,7 +250,7 @@ class OAuth:
         if status == 401 and dpop.get("error") == "use_dpop_nonce" and self._dpop_key:
             # RFC 9449 section 9: the response carried the nonce; a new proof takes it.
             self._nonce_retries += 1
-            if self._nonce_retries > MAX_NONCE_RETRIES:
+            if self._nonce_retries > self.max_nonce_retries:
                 raise AuthError(
                     f"the server asked for a new DPoP nonce {self._nonce_retries} times in a row"
                 )
@@ -622,7 +625,7 @@ class OAuth:
 
         endpoint = meta["token_endpoint"]
         who = f"the token endpoint of {issuer}"
-        for attempt in range(1 + MAX_NONCE_RETRIES):
+        for attempt in range(1 + self.max_nonce_retries):
             headers = {
                 "Content-Type": "application/x-www-form-urlencoded",
                 "Accept": "application/json",
@@ -639,7 +642,7 @@ class OAuth:
             if dpop is None:
                 break
             fresh = dpop.remember_nonce(endpoint, response.headers.get("dpop-nonce"))
-            if response.status_code != 400 or not fresh or attempt == MAX_NONCE_RETRIES:
+            if response.status_code != 400 or not fresh or attempt == self.max_nonce_retries:
                 break
             try:
                 error = response.json().get("error")
