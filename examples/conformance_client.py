@@ -20,7 +20,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpline.client import Client, ClientError
-from mcpline.client.oauth import OAuth, fetch_redirect
+from mcpline.client.oauth import (
+    ClientCredentials,
+    IdentityAssertion,
+    OAuth,
+    WorkloadIdentity,
+    fetch_redirect,
+)
 
 log = logging.getLogger("conformance_client")
 
@@ -125,6 +131,40 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+def make_auth(scenario: str, ctx: dict[str, Any]) -> OAuth:
+    """The OAuth client a scenario's context calls for: a machine-to-machine grant when the
+    context carries its credentials, else the authorization code flow (DPoP when the
+    servers offer it)."""
+    grant: ClientCredentials | WorkloadIdentity | IdentityAssertion | None = None
+    if "private_key_pem" in ctx:
+        grant = ClientCredentials(
+            ctx["client_id"],
+            private_key=ctx["private_key_pem"],
+            signing_algorithm=ctx.get("signing_algorithm"),
+        )
+    elif "idp_id_token" in ctx:
+        grant = IdentityAssertion(
+            client_id=ctx["client_id"],
+            client_secret=ctx.get("client_secret"),
+            idp_token_endpoint=ctx["idp_token_endpoint"],
+            idp_client_id=ctx.get("idp_client_id"),
+            id_token=ctx["idp_id_token"],
+        )
+    elif "valid_jwt" in ctx:
+        grant = WorkloadIdentity(client_id=ctx.get("client_id"), token=ctx["valid_jwt"])
+    elif scenario == "auth/client-credentials-basic":
+        grant = ClientCredentials(ctx["client_id"], client_secret=ctx["client_secret"])
+    return OAuth(
+        client_name="mcpline-conformance-client",
+        redirect_uri=REDIRECT_URI,
+        client_metadata_url=CIMD_URL,
+        client_id=ctx.get("client_id") if grant is None else None,
+        client_secret=ctx.get("client_secret") if grant is None else None,
+        on_authorize=fetch_redirect,
+        grant=grant,
+    )
+
+
 def make_client(scenario: str, url: str, version: str, ctx: dict[str, Any]) -> Client:
     holder: list[Client] = []
     unrelated_done: list[bool] = []
@@ -144,16 +184,7 @@ def make_client(scenario: str, url: str, version: str, ctx: dict[str, Any]) -> C
     def on_roots(params: dict[str, Any]) -> dict[str, Any]:
         return {"roots": [{"uri": "file:///tmp", "name": "tmp"}]}
 
-    auth = None
-    if scenario.startswith("auth/"):
-        auth = OAuth(
-            client_name="mcpline-conformance-client",
-            redirect_uri=REDIRECT_URI,
-            client_metadata_url=CIMD_URL,
-            client_id=ctx.get("client_id"),
-            client_secret=ctx.get("client_secret"),
-            on_authorize=fetch_redirect,
-        )
+    auth = make_auth(scenario, ctx) if scenario.startswith("auth/") else None
     client = Client.http(
         url,
         auth=auth,

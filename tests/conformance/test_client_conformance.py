@@ -43,3 +43,49 @@ def test_a_single_client_scenario_is_parsed() -> None:
     [result] = run.results
     assert result.scenario == "tools_call" and result.status == harness.PASS, result.details
     assert {"tool-add-numbers", "wire-schema-valid"} <= {c.id for c in result.checks}
+
+
+MACHINE_AUTH = {
+    "auth/client-credentials-basic": {"client-credentials-basic-auth"},
+    "auth/client-credentials-jwt": {"client-credentials-jwt-verified"},
+    "auth/enterprise-managed-authorization": {
+        "complete-flow-token-exchange",
+        "complete-flow-jwt-bearer",
+    },
+    "auth/wif-jwt-bearer": {"wif-assertion-verified"},
+    "auth/dpop": {
+        "sep-1932-client-token-request-proof",
+        "sep-1932-client-dpop-auth-scheme",
+        "sep-1932-client-fresh-proof",
+    },
+    "auth/dpop-nonce": {
+        "sep-1932-client-token-request-proof",
+        "sep-1932-client-dpop-auth-scheme",
+        "sep-1932-client-fresh-proof",
+        "sep-1932-client-as-nonce",
+        "sep-1932-client-rs-nonce",
+    },
+}
+"""The extension scenarios of the OAuth grants and DPoP, with the checks that prove each."""
+
+
+@pytest.mark.timeout(900)
+def test_every_scenario_of_the_whole_client_suite_passes() -> None:
+    """``conformance client --suite all``: every scenario the suite ships, extensions
+    (client credentials, enterprise-managed authorization, workload identity, DPoP)
+    included, passes or is skipped by the suite itself; none fails."""
+    run = harness.run_client(COMMAND, suite="all")
+    final = {r.scenario: r for r in run.results}
+    for name, result in list(final.items()):
+        for _ in range(2 if result.status == harness.FAIL else 0):
+            [result] = harness.run_client(COMMAND, scenario=name).results
+            final[name] = result
+            if result.status != harness.FAIL:
+                print(f"{name} passed when run alone")
+                break
+    failing = {n: r.details for n, r in final.items() if r.status == harness.FAIL}
+    assert not failing, failing
+    for name, wanted in MACHINE_AUTH.items():
+        result = final[name]
+        passed = {c.id for c in result.checks if c.status == "SUCCESS"}
+        assert result.status == harness.PASS and wanted <= passed, (name, result.details)

@@ -1,7 +1,8 @@
 """``mcpServers`` config files (the format MCP hosts use) and ``--header`` values.
 
-A ``command`` entry launches a stdio server; a ``url`` entry (with ``headers``) reaches an
-``http(s)`` one. ``${VAR}`` and ``${VAR:-default}`` are expanded in every value.
+A ``command`` entry launches a stdio server; a ``url`` entry (with ``headers`` and an
+``auth`` object: `mcpline.client.oauth.oauth_settings`) reaches an ``http(s)`` one.
+``${VAR}`` and ``${VAR:-default}`` are expanded in every value.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class ConfigEntry:
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    auth: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _strings(value: Any, what: str, name: str) -> dict[str, str]:
@@ -87,7 +89,12 @@ def load_config(path: str, name: str | None) -> ConfigEntry:
         url = expand(url, f"server {name!r} url")
         if not url.startswith(("http://", "https://")):
             raise UsageError(f"server {name!r}: url must be http:// or https://")
-        return ConfigEntry(name, url=url, headers=_strings(entry.get("headers"), "headers", name))
+        return ConfigEntry(
+            name,
+            url=url,
+            headers=_strings(entry.get("headers"), "headers", name),
+            auth=_auth(entry.get("auth"), name),
+        )
     command = entry.get("command")
     if not isinstance(command, str) or not command:
         raise UsageError(
@@ -113,6 +120,38 @@ def load_config(path: str, name: str | None) -> ConfigEntry:
     )
 
 
+def _auth(value: Any, name: str) -> dict[str, Any]:
+    """An entry's ``auth`` object, ``${VAR}`` expanded in its strings (and string lists)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"server {name!r}: auth must be an object")
+    out: dict[str, Any] = {}
+    for key, v in value.items():
+        where = f"server {name!r} auth.{key}"
+        if isinstance(v, str):
+            out[key] = expand(v, where)
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            out[key] = [expand(x, where) for x in v]
+        elif isinstance(v, bool) or v is None:
+            out[key] = v
+        else:
+            raise UsageError(f"{where} must be a string, a list of strings or true/false")
+    return out
+
+
+def parse_auth(values: Sequence[str]) -> dict[str, str]:
+    """``--auth KEY=VALUE`` options as a dict (``${VAR}`` expanded, so a secret can stay out
+    of the process list)."""
+    settings: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--auth wants KEY=VALUE, got {item.split('=')[0]!r:.40}")
+        settings[key.strip()] = expand(value.strip(), f"--auth {key.strip()}")
+    return settings
+
+
 def parse_headers(values: Sequence[str]) -> dict[str, str]:
     """``--header 'Name: value'`` options as a dict."""
     headers: dict[str, str] = {}
@@ -124,4 +163,4 @@ def parse_headers(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
-__all__ = ["ConfigEntry", "expand", "load_config", "parse_headers"]
+__all__ = ["ConfigEntry", "expand", "load_config", "parse_auth", "parse_headers"]

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from .._version import version
-from .config import load_config, parse_headers
+from .config import load_config, parse_auth, parse_headers
 from .options import UsageError
 from .output import note
 
@@ -36,13 +36,16 @@ async def require(client: Client, capability: str) -> Any:
     return description
 
 
-def _http_transport(url: str, headers: dict[str, str], cross_origin: bool = False) -> Transport:
+def _http_transport(
+    url: str, headers: dict[str, str], settings: dict[str, Any], cross_origin: bool = False
+) -> Transport:
     from ..client.http import HttpServer
-    from ..client.oauth import FileTokenStore, OAuth
+    from ..client.oauth import FileTokenStore, oauth_settings
 
-    # A server that answers 401 gets the browser flow; tokens are kept (0600) for next time.
-    auth = OAuth(client_name="mcpline-cli", store=FileTokenStore())
+    # A server that answers 401 gets the grant ``settings`` name (by default the browser
+    # flow); tokens and DPoP keys are kept (0600) for next time.
     try:
+        auth = oauth_settings(settings, client_name="mcpline-cli", store=FileTokenStore())
         return HttpServer(
             url, headers, auth, close_grace=1.0, follow_cross_origin_redirects=cross_origin
         )
@@ -72,10 +75,13 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
     cross_origin = bool(getattr(args, "follow_cross_origin_redirects", False))
     if cross_origin and not (is_http or args.config):
         raise UsageError("--follow-cross-origin-redirects needs an http(s) server")
+    if args.auth and not (is_http or args.config):
+        raise UsageError("--auth needs an http(s) server")
     headers = parse_headers(args.header)
+    auth = parse_auth(args.auth)
     transport: Transport
     if is_http:
-        transport = _http_transport(args.server, headers, cross_origin)
+        transport = _http_transport(args.server, headers, auth, cross_origin)
     elif args.server:
         from ..addresses import parse_address, read_token_file
 
@@ -89,10 +95,12 @@ def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = No
         if args.config:
             entry = load_config(args.config, args.name)
             if entry.url is not None:
-                transport = _http_transport(entry.url, {**entry.headers, **headers}, cross_origin)
+                transport = _http_transport(
+                    entry.url, {**entry.headers, **headers}, {**entry.auth, **auth}, cross_origin
+                )
                 return _client(args, run, answers, transport)
-            if headers:
-                raise UsageError("--header needs an http(s) server")
+            if headers or auth:
+                raise UsageError("--header and --auth need an http(s) server")
             assert entry.command is not None
             command, cmd_args, env, cwd = entry.command, entry.args, entry.env, entry.cwd
         else:

@@ -65,6 +65,14 @@ def common(p: argparse.ArgumentParser) -> None:
         "the --header values (default: such a redirect is an error)",
     )
     g.add_argument(
+        "--auth",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="OAuth for an http(s) server, e.g. grant=client_credentials, client_id=ID, "
+        "client_secret_file=PATH, dpop=true (repeatable; see docs/auth.md)",
+    )
+    g.add_argument(
         "--token-file",
         metavar="PATH",
         help="the token of a tcp: server (default: $MCPLINE_TOKEN, else the file it wrote)",

@@ -12,11 +12,12 @@ from urllib.parse import urlsplit, urlunsplit
 _PARAM = re.compile(r'\s*([A-Za-z0-9_\-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)\s*,?')
 
 
-def parse_challenges(values: Sequence[str]) -> dict[str, str]:
-    """The parameters of the ``Bearer`` challenge among ``WWW-Authenticate`` values."""
+def parse_challenges(values: Sequence[str], scheme: str = "bearer") -> dict[str, str]:
+    """The parameters of the ``scheme`` challenge (``Bearer`` unless told) among
+    ``WWW-Authenticate`` values."""
     for value in values:
-        scheme, _, rest = value.strip().partition(" ")
-        if scheme.lower() != "bearer":
+        name, _, rest = value.strip().partition(" ")
+        if name.lower() != scheme:
             continue
         params: dict[str, str] = {}
         for m in _PARAM.finditer(rest):

@@ -393,11 +393,12 @@ class HttpChannel:
             h = headers
             generation = 0
             if auth is not None:
-                h = {**headers, **(await auth.headers(self._http, self.url))}
+                h = {**headers, **(await auth.headers(self._http, self.url, verb))}
                 generation = auth.generation
             http = self._long_pool() if long else self._http
             response = await self._follow(http, verb, h, content)
             if auth is not None and _origin(str(response.url)) == _origin(self.url):
+                auth.received(self.url, response.headers)
                 if response.status_code in (401, 403):
                     if rid is not None:
                         self.session.pause(rid)

@@ -40,9 +40,21 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ..errors import AuthError
+from ._oauth_config import oauth_settings
+from ._oauth_dpop import DPoPKey
+from ._oauth_grants import (
+    ClientAuth,
+    ClientCredentials,
+    Grant,
+    GrantContext,
+    IdentityAssertion,
+    TokenSource,
+    WorkloadIdentity,
+    token_response_json,
+)
 from ._oauth_redirects import browser_redirect, fetch_redirect, loopback_redirect_uri
 from ._oauth_stores import FileTokenStore, MemoryTokenStore, TokenStore, config_dir
 from ._oauth_urls import canonical, covers, default_endpoints, origin_of, parse_challenges, short
@@ -59,6 +71,10 @@ PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
+DPOP_ALGS = ("ES256",)
+"""The DPoP proof algorithms this client signs with."""
+MAX_NONCE_RETRIES = 2
+"""The default of ``OAuth(max_nonce_retries=...)``."""
 OFFLINE_ACCESS = "offline_access"
 MAX_METADATA_BYTES = 256 * 1024
 EXPIRY_MARGIN = 30.0
@@ -78,6 +94,13 @@ class OAuth:
     ``client_secret_basic`` by default with a secret, ``none`` without). ``scopes``, when
     given, replaces the scope the server's challenge or metadata would select.
     ``timeout`` bounds each request to the authorization server.
+
+    ``grant`` replaces the authorization code flow with a machine-to-machine grant:
+    `ClientCredentials`, `WorkloadIdentity` or `IdentityAssertion`. ``dpop`` asks for
+    DPoP-bound tokens (RFC 9449): True always, False never, None (the default) when the
+    resource server accepts DPoP (its challenge or metadata says so) and the authorization
+    server signs proofs with ES256; a server that wants a new DPoP nonce more than
+    ``max_nonce_retries`` times in a row for one request gets an `AuthError`.
     """
 
     def __init__(
@@ -95,6 +118,9 @@ class OAuth:
         application_type: str = "native",
         max_authorizations: int = 3,
         timeout: float = 30.0,
+        grant: Grant | None = None,
+        dpop: bool | None = None,
+        max_nonce_retries: int = MAX_NONCE_RETRIES,
     ) -> None:
         if token_endpoint_auth_method not in (None, *AUTH_METHODS):
             raise ValueError(f"token_endpoint_auth_method must be one of {AUTH_METHODS}")
@@ -117,12 +143,19 @@ class OAuth:
         """Authorization rounds since a request last went through."""
         self._requested: set[str] = set()
         self._lock: asyncio.Lock | None = None
+        self.grant = grant
+        self.dpop = dpop
+        self._dpop_key: DPoPKey | None = None
+        self._dpop_offered = False
+        """The resource server challenged with the DPoP scheme."""
+        self._nonce_retries = 0
+        self.max_nonce_retries = max_nonce_retries
 
     def __repr__(self) -> str:
         return (
             f"OAuth(client_name={self.client_name!r}, redirect_uri={self.redirect_uri!r}, "
-            f"client_id={'set' if self.client_id else None}, "
-            f"authorized={self._token is not None})"
+            f"client_id={'set' if self.client_id else None}, grant={self.grant!r}, "
+            f"dpop={self.dpop}, authorized={self._token is not None})"
         )
 
     @property
@@ -137,32 +170,69 @@ class OAuth:
 
     # --- what the HTTP channel calls ------------------------------------------------------
 
-    async def headers(self, http: httpx2.AsyncClient, url: str) -> dict[str, str]:
-        """``Authorization`` for the next request (refreshing an expired token first)."""
+    async def headers(
+        self, http: httpx2.AsyncClient, url: str, method: str = "POST"
+    ) -> dict[str, str]:
+        """``Authorization`` (and a fresh ``DPoP`` proof for a DPoP-bound token) for the next
+        ``method`` request to ``url``, refreshing or renewing an expired token first."""
         if not self._loaded:
             async with self._locked():
                 if not self._loaded:
-                    self._token = await self.store.load(self._key(url))
-                    self._loaded = True
-                    self._generation += 1
+                    await self._load(url)
         token = self._token
         if token is None:
             return {}
         expires = token.get("expires_at")
         if isinstance(expires, (int, float)) and time.time() > expires - EXPIRY_MARGIN:
-            if token.get("refresh_token"):
+            if token.get("refresh_token") or self.grant is not None:
                 async with self._locked():
                     if self._token is token:
                         with contextlib.suppress(AuthError):
-                            await self._refresh(http, url)
+                            if token.get("refresh_token"):
+                                await self._refresh(http, url)
+                            else:
+                                await self._authorize(http, url, {}, step_up=False)
                 token = self._token
             if token is None:
                 return {}
-        return {"Authorization": f"Bearer {token['access_token']}"}
+        access = token["access_token"]
+        if token.get("token_type") == "DPoP" and self._dpop_key is not None:
+            return {
+                "Authorization": f"DPoP {access}",
+                "DPoP": self._dpop_key.proof(method, url, access_token=access),
+            }
+        return {"Authorization": f"Bearer {access}"}
+
+    async def _load(self, url: str) -> None:
+        token = await self.store.load(self._key(url))
+        if token is not None and token.get("token_type") == "DPoP":
+            key = DPoPKey.from_record(await self.store.load("dpop:" + self._key(url)))
+            if key is None or key.thumbprint != token.get("jkt"):
+                token = None  # a bound token without its key is of no use
+            self._dpop_key = key
+        self._token = token
+        self._loaded = True
+        self._generation += 1
+
+    async def _dpop(self, url: str) -> DPoPKey:
+        """This server's DPoP key: the stored one, else a new one (stored at once)."""
+        if self._dpop_key is None:
+            key = DPoPKey.from_record(await self.store.load("dpop:" + self._key(url)))
+            if key is None:
+                key = DPoPKey.generate()
+                await self.store.save("dpop:" + self._key(url), key.record())
+            self._dpop_key = key
+        return self._dpop_key
+
+    def received(self, url: str, headers: Any) -> None:
+        """A response from ``url`` arrived: keep the DPoP nonce it may carry."""
+        if self._dpop_key is not None:
+            self._dpop_key.remember_nonce(url, headers.get("dpop-nonce"))
 
     def succeeded(self) -> None:
         """A request went through: the consent rounds start again from zero."""
         self._rounds = 0
+        self._nonce_retries = 0
 
     async def challenged(
         self,
@@ -173,7 +243,18 @@ class OAuth:
         generation: int,
     ) -> bool:
         """Act on a 401 or 403; True when the request should be sent again."""
-        params = parse_challenges(challenges)
+        dpop = parse_challenges(challenges, "dpop")
+        params = parse_challenges(challenges) or dpop
+        if "dpop" in {c.strip().split(" ")[0].lower() for c in challenges}:
+            self._dpop_offered = True
+        if status == 401 and dpop.get("error") == "use_dpop_nonce" and self._dpop_key:
+            # RFC 9449 section 9: the response carried the nonce; a new proof takes it.
+            self._nonce_retries += 1
+            if self._nonce_retries > self.max_nonce_retries:
+                raise AuthError(
+                    f"the server asked for a new DPoP nonce {self._nonce_retries} times in a row"
+                )
+            return True
         if status == 403 and params.get("error") != "insufficient_scope":
             return False
         async with self._locked():
@@ -275,12 +356,14 @@ class OAuth:
                 continue
             meta = AuthorizationServerMetadata(data)
             try:
-                meta.validate_authorization_endpoint()
+                if self.grant is None:
+                    meta.validate_authorization_endpoint()
                 meta.validate_token_endpoint()
                 meta.validate_registration_endpoint()
             except ValueError as exc:
                 raise AuthError(f"unusable metadata for {issuer}: {exc}") from None
-            if "authorization_endpoint" not in data or "token_endpoint" not in data:
+            needed = ["token_endpoint"] + (["authorization_endpoint"] if self.grant is None else [])
+            if any(not isinstance(data.get(n), str) for n in needed):
                 raise AuthError(f"the metadata of {issuer} lacks its endpoints")
             return data
         raise AuthError(f"no authorization server metadata for {issuer}{refused}")
@@ -383,13 +466,10 @@ class OAuth:
             wanted.append(OFFLINE_ACCESS)
         return " ".join(dict.fromkeys(wanted)) or None
 
-    async def _authorize(
-        self, http: httpx2.AsyncClient, url: str, params: dict[str, str], *, step_up: bool
-    ) -> None:
-        from authlib.common.security import generate_token
-        from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
-        from authlib.oauth2.rfc7636 import create_s256_code_challenge
-
+    async def _discover(
+        self, http: httpx2.AsyncClient, url: str, params: dict[str, str]
+    ) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+        """(issuer, resource, resource metadata, authorization server metadata) for ``url``."""
         prm = await self._resource_metadata(http, url, params)
         if prm is None:
             # A 2025-03-26 server: no resource metadata; the authorization server is the
@@ -412,6 +492,52 @@ class OAuth:
                 raise AuthError("the protected resource metadata names no authorization server")
             issuer = servers[0]
             meta = await self._server_metadata(http, issuer)
+        return issuer, resource, prm, meta
+
+    def _wants_dpop(self, prm: dict[str, Any], meta: dict[str, Any]) -> bool:
+        if self.dpop is not None:
+            return self.dpop
+        algs = meta.get("dpop_signing_alg_values_supported")
+        supported = isinstance(algs, list) and any(a in DPOP_ALGS for a in algs)
+        offered = (
+            self._dpop_offered
+            or prm.get("dpop_bound_access_tokens_required") is True
+            or isinstance(prm.get("dpop_signing_alg_values_supported"), list)
+        )
+        return supported and offered
+
+    async def _authorize(
+        self, http: httpx2.AsyncClient, url: str, params: dict[str, str], *, step_up: bool
+    ) -> None:
+        issuer, resource, prm, meta = await self._discover(http, url, params)
+        dpop = await self._dpop(url) if self._wants_dpop(prm, meta) else None
+        if self.grant is not None:
+            scope = self._scope(params, prm, {}, step_up)
+            ctx = GrantContext(http, issuer, resource, scope, meta, self.timeout)
+            form = await self.grant.form(ctx)
+            if scope:
+                self._requested.update(scope.split())
+            client = self.grant.client(meta)
+            await self._token_request(http, url, meta, client, form, issuer, resource, dpop)
+            return
+        await self._code_grant(http, url, params, issuer, resource, prm, meta, step_up, dpop)
+
+    async def _code_grant(
+        self,
+        http: httpx2.AsyncClient,
+        url: str,
+        params: dict[str, str],
+        issuer: str,
+        resource: str,
+        prm: dict[str, Any],
+        meta: dict[str, Any],
+        step_up: bool,
+        dpop: DPoPKey | None,
+    ) -> None:
+        from authlib.common.security import generate_token
+        from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+        from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
         if "S256" not in (meta.get("code_challenge_methods_supported") or []):
             raise AuthError(f"{issuer} does not support PKCE with S256; refusing to authorize")
         scope = self._scope(params, prm, meta, step_up)
@@ -460,7 +586,8 @@ class OAuth:
             "code_verifier": verifier,
             "resource": resource,
         }
-        await self._token_request(http, url, meta, client, form, issuer, resource)
+        auth = ClientAuth(client["client_id"], client["method"], secret=client.get("client_secret"))
+        await self._token_request(http, url, meta, auth, form, issuer, resource, dpop)
 
     async def _refresh(self, http: httpx2.AsyncClient, url: str) -> None:
         token = self._token
@@ -468,78 +595,99 @@ class OAuth:
             raise AuthError("no refresh token")
         issuer = str(token.get("issuer"))
         meta = await self._server_metadata(http, issuer)
-        client = await self._client(http, issuer, meta, None)
+        if self.grant is not None:
+            auth = self.grant.client(meta)
+        else:
+            client = await self._client(http, issuer, meta, None)
+            auth = ClientAuth(
+                client["client_id"], client["method"], secret=client.get("client_secret")
+            )
         form = {"grant_type": "refresh_token", "refresh_token": token["refresh_token"]}
         if token.get("resource"):
             form["resource"] = token["resource"]
-        await self._token_request(http, url, meta, client, form, issuer, token.get("resource"))
+        dpop = self._dpop_key if token.get("token_type") == "DPoP" else None
+        await self._token_request(http, url, meta, auth, form, issuer, token.get("resource"), dpop)
 
     async def _token_request(
         self,
         http: httpx2.AsyncClient,
         url: str,
         meta: dict[str, Any],
-        client: dict[str, Any],
+        client: ClientAuth,
         form: dict[str, str],
         issuer: str,
         resource: str | None,
+        dpop: DPoPKey | None = None,
     ) -> None:
+        """POST ``form`` to the token endpoint as ``client`` (with a DPoP proof when ``dpop``,
+        sent again with a fresh one when the server asks for its nonce) and keep the token."""
         import httpx2
-        from authlib.oauth2.auth import ClientAuth
 
-        body = urlencode(form)
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "Accept": "application/json",
-        }
-        auth = ClientAuth(client["client_id"], client.get("client_secret"), client["method"])
-        endpoint, headers, body = auth.prepare("POST", meta["token_endpoint"], headers, body)  # type: ignore[no-untyped-call]
-        try:
-            response = await http.post(
-                endpoint, content=body, headers=headers, timeout=self.timeout
-            )
-        except httpx2.HTTPError as exc:
-            raise AuthError(f"the token endpoint of {issuer}: {type(exc).__name__}") from None
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if response.status_code != 200 or not isinstance(data, dict):
-            why = ""
-            if isinstance(data, dict) and isinstance(data.get("error"), str):
-                why = f": {short(data['error'], 80)}"
-                if isinstance(data.get("error_description"), str):
-                    why += f" ({short(data['error_description'])})"
-            raise AuthError(
-                f"the token endpoint of {issuer} refused ({form['grant_type']}): "
-                f"HTTP {response.status_code}{why}"
-            )
+        endpoint = meta["token_endpoint"]
+        who = f"the token endpoint of {issuer}"
+        for attempt in range(1 + self.max_nonce_retries):
+            headers = {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+            }
+            target, headers, body = client.prepare(issuer, endpoint, headers, form)
+            if dpop is not None:
+                headers["DPoP"] = dpop.proof("POST", endpoint)
+            try:
+                response = await http.post(
+                    target, content=body, headers=headers, timeout=self.timeout
+                )
+            except httpx2.HTTPError as exc:
+                raise AuthError(f"{who}: {type(exc).__name__}") from None
+            if dpop is None:
+                break
+            fresh = dpop.remember_nonce(endpoint, response.headers.get("dpop-nonce"))
+            if response.status_code != 400 or not fresh or attempt == self.max_nonce_retries:
+                break
+            try:
+                error = response.json().get("error")
+            except (ValueError, AttributeError):
+                error = None
+            if error != "use_dpop_nonce":
+                break
+            log.info("%s asked for a DPoP nonce; sending the request again", issuer)
+        data = token_response_json(response, who, form["grant_type"])
         access = data.get("access_token")
         if not isinstance(access, str) or not access:
-            raise AuthError(f"the token endpoint of {issuer} returned no access_token")
+            raise AuthError(f"{who} returned no access_token")
         kind = data.get("token_type")
-        if isinstance(kind, str) and kind.lower() != "bearer":
-            raise AuthError(f"the token endpoint of {issuer} returned a {kind!r} token")
+        kind = kind.lower() if isinstance(kind, str) else "bearer"
+        if kind not in ("bearer", "dpop") or (kind == "dpop" and dpop is None):
+            raise AuthError(f"{who} returned a {short(data.get('token_type'), 40)!r} token")
         previous = self._token or {}
         token: dict[str, Any] = {
             "access_token": access,
+            "token_type": "DPoP" if kind == "dpop" else "Bearer",
             "refresh_token": data.get("refresh_token")
             or (previous.get("refresh_token") if form["grant_type"] == "refresh_token" else None),
             "scope": data.get("scope") or form.get("scope"),
             "issuer": issuer,
             "resource": resource,
         }
+        if kind == "dpop" and dpop is not None:
+            token["jkt"] = dpop.thumbprint
         expires_in = data.get("expires_in")
         if isinstance(expires_in, (int, float)) and expires_in > 0:
             token["expires_at"] = time.time() + float(expires_in)
         self._token = token
         self._generation += 1
         await self.store.save(self._key(url), token)
-        log.info("authorized with %s", issuer)
+        log.info("authorized with %s (%s)", issuer, form["grant_type"])
 
 
 __all__ = [
     "AuthorizeHook",
+    "ClientCredentials",
+    "DPoPKey",
+    "Grant",
+    "IdentityAssertion",
+    "TokenSource",
+    "WorkloadIdentity",
     "FileTokenStore",
     "MemoryTokenStore",
     "OAuth",
@@ -550,5 +698,6 @@ __all__ = [
     "covers",
     "fetch_redirect",
     "loopback_redirect_uri",
+    "oauth_settings",
     "parse_challenges",
 ]
