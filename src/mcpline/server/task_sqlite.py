@@ -8,6 +8,12 @@ the store's own, off the event loop. ``sqlite3`` is imported when the store open
 
 One table, ``mcpline_tasks(scope, id, expires, data)``: ``data`` is the record's JSON,
 ``expires`` is indexed for `purge`.
+
+The records hold the arguments and results of calls, so the file is the owner's alone: it is
+created ``0600`` (whatever the umask) and an existing one is made ``0600`` when the store
+opens, its ``-wal``, ``-shm`` and ``-journal`` files included. SQLite creates those later
+files with the mode of the database file, so they stay ``0600`` without touching the
+process-wide umask (which other threads would see).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import stat
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +38,11 @@ if TYPE_CHECKING:
     import sqlite3
 
 T = TypeVar("T")
+
+FILE_MODE = 0o600
+"""The mode of the database file and of SQLite's files beside it."""
+COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside the database (suffixes of its path)."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS mcpline_tasks ("
@@ -78,6 +90,9 @@ class SqliteTaskStore:
     def _connect(self) -> None:
         import sqlite3
 
+        private_file(self.path, create=True)
+        for suffix in COMPANIONS:
+            private_file(self.path + suffix, create=False)
         conn = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
@@ -223,7 +238,28 @@ class SqliteTaskStore:
         return await self._call(select)
 
 
+def private_file(path: str, *, create: bool) -> None:
+    """Make ``path`` a file only its owner may read or write (``0600``), creating it empty
+    with that mode when ``create`` (the umask cannot widen it); a missing file is left
+    missing when not ``create``. `PermissionError` when the file is not ours to restrict.
+    (On Windows, where modes are not permissions, the file is only created.)"""
+    flags = os.O_RDWR | getattr(os, "O_CLOEXEC", 0) | (os.O_CREAT if create else 0)
+    try:
+        fd = os.open(path, flags, FILE_MODE)
+    except FileNotFoundError:
+        if create:
+            raise
+        return
+    try:
+        if os.name == "posix" and stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+            os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
 __all__ = [
+    "FILE_MODE",
+    "private_file",
     "SCHEMA",
     "SqliteTaskStore",
 ]
