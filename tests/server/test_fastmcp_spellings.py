@@ -252,3 +252,48 @@ def test_fastmcp_run_call_serves_streamable_http(tmp_path: Path) -> None:
         assert run(main())["content"][0]["text"] == "hello over http"
     finally:
         assert srv.stop() == 0
+
+
+def test_path_wildcard_is_refused_at_registration_naming_plus_path() -> None:
+    server = Server("docs")
+    with pytest.raises(ValueError) as caught:
+
+        @server.resource("docs://{path*}")
+        def doc(path: str) -> str:
+            """A document."""
+            return path
+
+    assert "'docs://{+path}'" in str(caught.value)
+    assert "docs/resources.md" in str(caught.value)
+    assert server.resources == {}
+
+
+def test_plus_path_matches_what_fastmcp_meant_and_keeps_the_uri() -> None:
+    server = Server("docs")
+
+    @server.resource("docs://{+path}")
+    def doc(path: str) -> str:
+        """A document."""
+        return f"read {path}"
+
+    @server.resource("list://{parts*}")
+    def parts(parts: list[str]) -> str:
+        """An exploded list variable is still RFC 6570's and allowed."""
+        return "|".join(parts)
+
+    async def main() -> list[Any]:
+        async with Client.memory(server) as c:
+            return [
+                await c.read_resource("docs://guide/intro/setup.md"),
+                await c.read_resource("list://a,b"),
+            ]
+
+    doc_read, list_read = run(main())
+    assert doc_read["contents"] == [
+        {
+            "uri": "docs://guide/intro/setup.md",
+            "mimeType": "text/plain",
+            "text": "read guide/intro/setup.md",
+        }
+    ]
+    assert list_read["contents"][0]["text"] == "a|b"
