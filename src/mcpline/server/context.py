@@ -203,6 +203,13 @@ class Context(Generic[LifespanT]):
         return value
 
     @property
+    def lifespan_context(self) -> Any:
+        """FastMCP's name for `lifespan`: the same value, ``{}`` when there is no lifespan
+        hook (or it yielded ``None``)."""
+        value = self._host.lifespan
+        return {} if value is None else value
+
+    @property
     def principal(self) -> Any:
         """Who sent this request, as the transport's token check said: over HTTP, what
         ``verify_token`` returned for its bearer token; ``None`` elsewhere."""
@@ -322,10 +329,27 @@ class Context(Generic[LifespanT]):
 
     @overload
     def elicit(
-        self, message: str, schema: Any = None, *, key: str | None = None
+        self, message: str, *, response_type: type[T], key: str | None = None
+    ) -> ElicitResult[T]: ...
+
+    @overload
+    def elicit(
+        self,
+        message: str,
+        schema: Any = None,
+        *,
+        response_type: Any = MISSING,
+        key: str | None = None,
     ) -> ElicitResult[Any]: ...
 
-    def elicit(self, message: str, schema: Any = None, *, key: str | None = None) -> Any:
+    def elicit(
+        self,
+        message: str,
+        schema: Any = None,
+        *,
+        response_type: Any = MISSING,
+        key: str | None = None,
+    ) -> Any:
         """Ask the user to fill in a form; the `ElicitResult` is awaitable, so
         ``await ctx.elicit(...)`` and ``ctx.elicit(...)`` both work.
 
@@ -333,7 +357,8 @@ class Context(Generic[LifespanT]):
         ``Enum`` (one field, ``data`` is the value), a dataclass, TypedDict, msgspec struct
         or pydantic model with flat fields (``data`` is an instance) — a list of strings to
         choose from, a ``requestedSchema`` or `mcpline.elicit`'s shorthand (``data`` is the
-        content), or ``None`` (an empty form: accept or decline).
+        content), or ``None`` (an empty form: accept or decline). ``response_type=`` is
+        FastMCP's name for it (a type or a list of strings).
 
         On MRTR (`ask`): the first call stops the handler and asks; the handler then runs
         again from the top, and this call returns the answer. ``key`` names the question;
@@ -345,6 +370,8 @@ class Context(Generic[LifespanT]):
 
         if not isinstance(message, str):
             raise TypeError("message must be a string")
+        if response_type is not MISSING:
+            schema = _response_type(schema, response_type)
         convert: Callable[[dict[str, Any]], Any]
         if isinstance(schema, Mapping):
             requested = elicit(message, schema).params["requestedSchema"]
@@ -443,12 +470,28 @@ class Context(Generic[LifespanT]):
             params["message"] = message
         self._exchange.send(notification(PROGRESS, params))
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> Ready[None]:
+    def log(
+        self,
+        level: Any = MISSING,
+        data: Any = MISSING,
+        logger: str | None = None,
+        /,
+        **keywords: Any,
+    ) -> Ready[None]:
         """Log for this request: a `notifications/message` when the request's ``logLevel``
         admits ``level``, otherwise a record on stderr through `logging`. Sent when called;
-        the awaitable it returns is already done."""
+        the awaitable it returns is already done.
+
+        ``ctx.log("info", data)`` is the spelling; FastMCP's ``ctx.log(message, level=...,
+        logger_name=..., extra=...)`` (``level`` ``"info"`` by default) means the same and
+        works too (with ``extra``, ``data`` is ``{"msg": message, "extra": extra}``, as
+        FastMCP sends it)."""
+        level, data, logger = _log_arguments((level, data, logger), keywords)
         if level not in LOG_LEVEL_RANK:
-            raise ValueError(f"unknown log level {level!r}")
+            raise ValueError(
+                f"unknown log level {level!r}: ctx.log takes the level first, "
+                f"ctx.log('info', data) (or ctx.log(message, level='info'))"
+            )
         self._call(self._log, level, data, logger)
         return DONE
 
@@ -462,21 +505,132 @@ class Context(Generic[LifespanT]):
         else:
             logging.getLogger(name).log(PYTHON_LOG_LEVEL[level], "%s", data)
 
-    def debug(self, data: Any, logger: str | None = None) -> Ready[None]:
-        """`log` at ``debug``."""
-        return self.log("debug", data, logger)
+    def debug(
+        self,
+        data: Any,
+        logger: str | None = None,
+        *,
+        logger_name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Ready[None]:
+        """`log` at ``debug`` (FastMCP's ``logger_name=`` and ``extra=`` work too)."""
+        return self.log("debug", data, logger, logger_name=logger_name, extra=extra)
 
-    def info(self, data: Any, logger: str | None = None) -> Ready[None]:
-        """`log` at ``info``."""
-        return self.log("info", data, logger)
+    def info(
+        self,
+        data: Any,
+        logger: str | None = None,
+        *,
+        logger_name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Ready[None]:
+        """`log` at ``info`` (FastMCP's ``logger_name=`` and ``extra=`` work too)."""
+        return self.log("info", data, logger, logger_name=logger_name, extra=extra)
 
-    def warning(self, data: Any, logger: str | None = None) -> Ready[None]:
-        """`log` at ``warning``."""
-        return self.log("warning", data, logger)
+    def warning(
+        self,
+        data: Any,
+        logger: str | None = None,
+        *,
+        logger_name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Ready[None]:
+        """`log` at ``warning`` (FastMCP's ``logger_name=`` and ``extra=`` work too)."""
+        return self.log("warning", data, logger, logger_name=logger_name, extra=extra)
 
-    def error(self, data: Any, logger: str | None = None) -> Ready[None]:
-        """`log` at ``error``."""
-        return self.log("error", data, logger)
+    def error(
+        self,
+        data: Any,
+        logger: str | None = None,
+        *,
+        logger_name: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Ready[None]:
+        """`log` at ``error`` (FastMCP's ``logger_name=`` and ``extra=`` work too)."""
+        return self.log("error", data, logger, logger_name=logger_name, extra=extra)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            pointer = _FASTMCP_ONLY.get(name)
+            if pointer is None:
+                raise AttributeError(
+                    f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
+                )
+            raise AttributeError(
+                f"mcpline's Context has no {name}() (FastMCP has): {pointer}", name=name, obj=self
+            )
+
+
+_STATE_POINTER = (
+    "the 2026-07-28 protocol keeps no session between requests. Within one request, "
+    "ctx.remember(key, fn) keeps a value across the rounds of ctx.elicit/ctx.ask; across "
+    "requests, keep state in your lifespan value (ctx.lifespan) or a store of your own, keyed "
+    "by what the request names. See docs/coming-from-fastmcp.md"
+)
+_FASTMCP_ONLY: dict[str, str] = {
+    "read_resource": (
+        "call the function you registered with @server.resource directly; it is a plain "
+        "function. See docs/coming-from-fastmcp.md"
+    ),
+    "set_state": _STATE_POINTER,
+    "get_state": _STATE_POINTER,
+    "delete_state": _STATE_POINTER,
+}
+"""FastMCP `Context` methods mcpline does not have, with what to do instead."""
+
+
+def _response_type(schema: Any, response_type: Any) -> Any:
+    """``elicit``'s ``schema`` from FastMCP's ``response_type=`` (refusing what differs)."""
+    if schema is not None:
+        raise TypeError("elicit: pass the form once, as schema or as response_type, not both")
+    if isinstance(response_type, Mapping):
+        raise TypeError(
+            "elicit: FastMCP's titled choices response_type={key: {'title': ...}} are not "
+            "mcpline's; use an Enum or Literal[...] for choices, or pass a requestedSchema "
+            "as schema= (see docs/context.md)"
+        )
+    return response_type
+
+
+def _log_arguments(
+    positional: tuple[Any, ...], keywords: dict[str, Any]
+) -> tuple[Any, Any, str | None]:
+    """``(level, data, logger)`` from mcpline's ``log(level, data, logger)`` or FastMCP's
+    ``log(message, level="info", logger_name=None, extra=None)`` (chosen by the keywords:
+    ``message=``, or ``level=`` without ``data=``, is FastMCP's)."""
+    unknown = set(keywords) - {"level", "data", "logger", "message", "logger_name", "extra"}
+    if unknown:
+        raise TypeError(f"log() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    fastmcp = "message" in keywords or ("level" in keywords and "data" not in keywords)
+    names = ("message", "level", "logger_name") if fastmcp else ("level", "data", "logger")
+    *values, logger = positional
+    given = [value for value in values if value is not MISSING]
+    if logger is not None:
+        given.append(logger)
+    bound = dict(zip(names, given, strict=False))
+    for name, value in keywords.items():
+        if name in bound:
+            raise TypeError(f"log() got {name!r} twice")
+        bound[name] = value
+    if bound.get("logger") is not None and bound.get("logger_name") is not None:
+        raise TypeError("log() got logger and logger_name: pass one")
+    chosen = bound.get("logger") or bound.get("logger_name")
+    if fastmcp or "data" not in bound:
+        # FastMCP: log(message) logs at info.
+        if "message" not in bound and "level" not in bound:
+            raise TypeError("log() needs a level and data: ctx.log('info', data)")
+        if not fastmcp:
+            bound = {"message": bound.pop("level"), **bound}
+        level, data = bound.get("level") or "info", bound["message"]
+    else:
+        level, data = bound.get("level", MISSING), bound["data"]
+        if level is MISSING:
+            raise TypeError("log() needs a level: ctx.log('info', data)")
+    extra = bound.get("extra")
+    if extra is not None:
+        data = {"msg": data, "extra": dict(extra)}
+    return level, data, chosen
 
 
 __all__ = [

@@ -127,6 +127,24 @@ def segment_variables(template: UriTemplate) -> frozenset[str]:
     )
 
 
+def _refuse_wildcards(uri: str, template: UriTemplate, list_params: set[str]) -> None:
+    """`ValueError` for FastMCP's ``{path*}`` wildcard on a non-list parameter: in RFC 6570 a
+    simple variable never holds ``/`` (explode or not), so it would never match a path."""
+    for part in template.parts:
+        if not isinstance(part, Expression) or part.operator != "":
+            continue
+        for spec in part.variables:
+            if spec.explode and spec.name not in list_params:
+                name = spec.name
+                fixed = uri.replace("{" + name + "*}", "{+" + name + "}")
+                raise ValueError(
+                    f"resource template {uri!r}: {{{name}*}} is FastMCP's wildcard, which "
+                    f"RFC 6570 does not have: there a simple variable never holds '/', so it "
+                    f"would match no path. Use {{+{name}}}, as in {fixed!r}: it matches "
+                    f"values holding '/', {name}='a/b/c' (see docs/resources.md)"
+                )
+
+
 def _carries_separator(value: str | list[str]) -> bool:
     items = [value] if isinstance(value, str) else value
     return any(sep in item for item in items for sep in SEPARATORS)
@@ -208,6 +226,7 @@ def make_resource(
             )
         props = signature.schema.get("properties", {})
         list_params = {n for n in template.variables if props.get(n, {}).get("type") == "array"}
+        _refuse_wildcards(uri, template, list_params)
     else:
         hints = typing.get_type_hints(fn, include_extras=True)
         for pname, p in inspect.signature(fn).parameters.items():

@@ -530,29 +530,70 @@ class Server:
 
         return HttpApp(self, path, **options)
 
-    def run(self, transport: str = "stdio", **options: Any) -> None:
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        path: str | None = None,
+        **options: Any,
+    ) -> None:
         """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
-        ``"unix:/path"``, ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT"`` (Streamable HTTP
-        at ``/mcp`` with uvicorn, from the ``mcpline[http]`` extra; ``options`` go to
-        `http_app`).
+        ``"unix:/path"``, ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT[/PATH]"`` (Streamable
+        HTTP, at ``/mcp`` by default, with uvicorn from the ``mcpline[http]`` extra;
+        ``options`` go to `http_app`). FastMCP's ``"http"``/``"streamable-http"`` with
+        ``host=`` (127.0.0.1), ``port=`` (8000) and ``path=`` (``/mcp``) mean the same;
+        ``"sse"`` (the HTTP+SSE transport of 2024-11-05) is not served (`ValueError`).
 
         On stdio, ``run()`` takes stdout for the protocol and points ``print()`` at stderr. It
         cannot recall what was printed before it was called: a ``print()`` at import time or
         a library banner reaches the client as a corrupt message. Start the file with
         ``mcpline run FILE``, which takes stdout before importing it, or print to stderr (or
         use ``logging``) until ``run()``."""
-        if transport == "stdio":
+        address = run_address(transport, host, port, path)
+        if address == "stdio":
             from ..transports.stdio import serve_stdio
 
             serve_stdio(self, **options)
-        elif transport.startswith("http://"):
+        elif address.startswith("http://"):
             from ..transports.http.serve import serve_url
 
-            serve_url(self, transport, **options)
+            serve_url(self, address, **options)
         else:
             from ..transports.sockets import serve_address
 
-            serve_address(self, transport, **options)
+            serve_address(self, address, **options)
+
+
+FASTMCP_HTTP = ("http", "streamable-http")
+"""FastMCP's names for Streamable HTTP in ``run(transport=...)``."""
+
+
+def run_address(
+    transport: str, host: str | None = None, port: int | None = None, path: str | None = None
+) -> str:
+    """The address `Server.run` serves: ``transport`` itself, or the ``http://`` URL of
+    FastMCP's ``run("http", host=, port=, path=)``; `ValueError` for what mcpline does not
+    serve or arguments that contradict each other."""
+    if transport == "sse":
+        raise ValueError(
+            "mcpline does not serve the HTTP+SSE transport of 2024-11-05 (FastMCP's "
+            "transport='sse'): serve Streamable HTTP, which clients of both eras speak, with "
+            "server.run('http', host='127.0.0.1', port=8000) or "
+            "server.run('http://127.0.0.1:8000/mcp')"
+        )
+    if transport in FASTMCP_HTTP:
+        host = host or "127.0.0.1"
+        shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        endpoint = "/" + (path or "/mcp").lstrip("/")
+        return f"http://{shown}:{8000 if port is None else port}{endpoint}"
+    if host is not None or port is not None or path is not None:
+        raise ValueError(
+            f"run({transport!r}) takes no host=, port= or path=: pass them in the address, "
+            "server.run('http://HOST:PORT/mcp'), or use server.run('http', host=..., port=...)"
+        )
+    return transport
 
 
 def _task_mode(task: bool | str | None) -> str | None:
@@ -568,6 +609,7 @@ def _task_mode(task: bool | str | None) -> str | None:
 
 __all__ = [
     "F",
+    "run_address",
     "Server",
     "ServerOptions",
 ]
