@@ -22,6 +22,7 @@ import asyncio
 import concurrent.futures
 import os
 import stat
+import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -251,7 +252,7 @@ def private_file(path: str, *, create: bool) -> None:
             raise
         return
     try:
-        if os.name == "posix" and stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
+        if sys.platform != "win32" and stat.S_IMODE(os.fstat(fd).st_mode) != FILE_MODE:
             os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
