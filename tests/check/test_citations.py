@@ -18,6 +18,7 @@ from .util import EXAMPLES, REPO, run_check
 SPEC_SECTIONS: dict[str, frozenset[str]] = {
     page: frozenset(anchors.split())
     for page, anchors in {
+        "basic/authorization": "",
         "basic/index": "messages requests responses result-responses error-responses "
         "error-codes notifications message-patterns statelessness auth schema "
         "json-schema-usage general-fields meta icons",
