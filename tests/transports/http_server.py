@@ -133,6 +133,8 @@ def sealed(ctx: Context) -> str:
 
 async def _verify(token: str) -> Any:
     await asyncio.sleep(0)
+    if token.startswith("explode-"):
+        raise ValueError(f"the verifier choked on {token}")
     return {"secret-token": "alice", "other-token": "bob"}.get(token)
 
 

@@ -82,6 +82,16 @@ class HttpServer:
     def stderr(self) -> str:
         return "".join(self.stderr_lines)
 
+    def wait_for_stderr(self, text: str, timeout: float = 30) -> str:
+        """All of stderr once ``text`` has appeared in it (read by a thread: a line the server
+        wrote before answering may not have been read yet when the answer arrives)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"{text!r} not on the server's stderr:\n{self.stderr}")
+            time.sleep(0.02)
+        return self.stderr
+
     def stop(self, timeout: float = 10) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

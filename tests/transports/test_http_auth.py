@@ -35,6 +35,17 @@ def test_a_refused_or_malformed_token_is_401(srv: HttpServer, value: str) -> Non
         assert 'error="invalid_token"' in r.headers["www-authenticate"]
 
 
+def test_a_verifier_that_raises_refuses_without_logging_the_token(srv: HttpServer) -> None:
+    token = "explode-4b1d9e6f0c2a7358"
+    h = modern_headers("tools/list", Authorization=f"Bearer {token}")
+    r = post(srv, request_body(1, "tools/list"), h)
+    assert r.status == 401
+    ok = call(srv, 2, "tools/list", headers={"Authorization": "Bearer secret-token"})
+    assert ok.status == 200
+    stderr = srv.wait_for_stderr("verify_token raised ValueError")
+    assert "4b1d9e6f0c2a7358" not in stderr and "Traceback" not in stderr
+
+
 def test_handlers_see_the_principal(srv: HttpServer) -> None:
     for token, principal in (("secret-token", "'alice'"), ("other-token", "'bob'")):
         r = call(

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from mcpline.transports.http.legacy import EVENT_ID_DIGITS, parse_event_id
+
 from .. import wirecheck
 from .http_util import (
     ACCEPT,
@@ -249,6 +251,27 @@ def test_a_server_closed_stream_is_resumed_with_last_event_id(srv: HttpServer) -
     assert all(e["id"] > last for e in resumed.events)
     again = post(srv, None, {**get_headers, "Last-Event-ID": "99.0"}, method="GET")
     assert again.status == 400
+    for bad in ("9" * 5000, "1." + "9" * 5000, "x.1", "1", "-1.0"):
+        refused = post(srv, None, {**get_headers, "Last-Event-ID": bad}, method="GET")
+        assert refused.status == 400, bad
+        assert refused.json["error"]["code"] == -32600
+    assert "Traceback" not in srv.stderr
+
+
+def test_a_last_event_id_is_parsed_within_bounds() -> None:
+    assert parse_event_id("3.17") == (3, 17)
+    assert parse_event_id(" 3.0 ") == (3, 0)
+    assert parse_event_id("9" * EVENT_ID_DIGITS + ".1") == (int("9" * EVENT_ID_DIGITS), 1)
+    for bad in (
+        "9" * (EVENT_ID_DIGITS + 1) + ".1",
+        "1." + "9" * 5000,
+        "",
+        ".",
+        "1.",
+        "a.b",
+        "\u0661.0",
+    ):
+        assert parse_event_id(bad) is None, bad
 
 
 def test_the_get_stream_carries_session_notifications(srv: HttpServer) -> None:

@@ -467,23 +467,34 @@ async def get(
     if last is None:
         stream, after = session.standalone, session.standalone.seq
     else:
-        number, _, seq = last.strip().partition(".")
-        found = (
-            session.stream(int(number))
-            if number.isascii() and number.isdigit() and seq.isascii() and seq.isdigit()
-            else None
-        )
-        if found is None:
+        parsed = parse_event_id(last)
+        found = None if parsed is None else session.stream(parsed[0])
+        if parsed is None or found is None:
             why = f"Bad Request: Last-Event-ID {last[:40]!r} names no stream kept by this session"
             await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
             return
-        stream, after = found, int(seq)
+        stream, after = found, parsed[1]
     if stream.outbox is not None:
         await respond.error(
             send, 409, INVALID_REQUEST, "Conflict: this stream is already being read", None, extra
         )
         return
     await _stream(app, session, stream, after, receive, send, extra, prime=False)
+
+
+EVENT_ID_DIGITS = 18
+"""Digits allowed in each part of a ``Last-Event-ID`` (``STREAM.SEQ``): more than any id this
+server gives, and far below what ``int()`` refuses."""
+
+
+def parse_event_id(value: str) -> tuple[int, int] | None:
+    """``(stream, seq)`` from a ``Last-Event-ID`` value, or None when it is not one of ours
+    (any other shape, or a part longer than `EVENT_ID_DIGITS`)."""
+    number, _, seq = value.strip().partition(".")
+    for part in (number, seq):
+        if not (part.isascii() and part.isdigit() and len(part) <= EVENT_ID_DIGITS):
+            return None
+    return int(number), int(seq)
 
 
 async def delete(
@@ -497,11 +508,13 @@ async def delete(
 
 __all__ = [
     "delete",
+    "EVENT_ID_DIGITS",
     "find",
     "get",
     "KEPT_FACTOR",
     "KEPT_STREAMS",
     "MISSING_SESSION",
+    "parse_event_id",
     "post",
     "Session",
     "Sessions",
