@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import ipaddress
 import json
+import logging
 import os
 import signal
 import socket
@@ -31,6 +33,8 @@ TARGET_ENV = "MCPLINE_HTTP_TARGET"
 OPTIONS_ENV = "MCPLINE_HTTP_OPTIONS"
 """JSON of the `HttpApp` options each worker uses (set by `serve_workers`)."""
 STATE_KEY_ENV = "MCPLINE_STATE_KEY"
+
+log = logging.getLogger("mcpline.server")
 
 
 class HttpError(Exception):
@@ -95,8 +99,24 @@ def _uvicorn() -> Any:
     return uvicorn
 
 
+def exposure_warning(host: str) -> str | None:
+    """The one-line warning for a bind on every interface (``0.0.0.0``, ``::``), else None."""
+    try:
+        unspecified = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return None
+    if not unspecified:
+        return None
+    return (
+        f"listening on every interface ({host}): any host that can reach this port can call "
+        "the server's tools; put it behind TLS and authorization (see docs/security.md), or "
+        "bind 127.0.0.1"
+    )
+
+
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0 picks a free port)."""
+    """A listening TCP socket on ``host``:``port`` (0 picks a free port); a bind on every
+    interface is logged once as a warning (`exposure_warning`)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio turns Nagle off only on sockets that say TCP, and a
     # response's head and body are two writes (Nagle would hold the body for an ACK).
@@ -110,6 +130,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise HttpError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
+    if (warning := exposure_warning(host)) is not None:
+        log.warning("%s", warning)
     return sock
 
 
@@ -295,6 +317,7 @@ def worker_app(server: Server) -> HttpApp:
 __all__ = [
     "bind",
     "end_streams_on_signals",
+    "exposure_warning",
     "freeze_heap",
     "HttpError",
     "OPTIONS_ENV",
