@@ -65,6 +65,13 @@ def register(sub: Any) -> None:
         metavar="HOST",
         help="--http: a Host header name to accept besides loopback names (repeatable)",
     )
+    h.add_argument(
+        "--max-body-total",
+        type=int,
+        metavar="BYTES",
+        help="--http: request bodies held at once by all requests; past it a POST gets 503 "
+        "with Retry-After before its body is read (default 64 MiB; see docs/security.md)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -158,6 +165,10 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
         options["allowed_origins"] = list(args.allow_origin)
     if args.allow_host:
         options["allowed_hosts"] = list(args.allow_host)
+    if args.max_body_total is not None:
+        if args.max_body_total < 1:
+            _usage("--max-body-total must be positive")
+        options["max_body_total_bytes"] = args.max_body_total
     return options
 
 
@@ -235,8 +246,8 @@ def run_http(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.http is not None:
         return run_http(args)
-    if args.workers is not None or args.allow_origin or args.allow_host:
-        _usage("--workers, --allow-origin and --allow-host are for --http")
+    if args.workers is not None or args.allow_origin or args.allow_host or args.max_body_total:
+        _usage("--workers, --allow-origin, --allow-host and --max-body-total are for --http")
     options = socket_options(args)
     url = bus_url(args)
     if args.listen == "stdio":

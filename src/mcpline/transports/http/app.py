@@ -24,6 +24,7 @@ from ...protocol.meta import has_modern_meta
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from ...wire import encode
 from . import legacy, modern, respond
+from .budget import DEFAULT_MAX_BODY_TOTAL, RETRY_AFTER, BodyBudget
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, accepts, is_json, is_modern_version
 from .legacy import Sessions
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, challenge, verify
@@ -57,7 +58,9 @@ class HttpApp:
     9728 document served at ``/.well-known/oauth-protected-resource`` (and with the
     endpoint's path appended), named in every 401. Limits: ``max_body_bytes`` (413),
     ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body (408),
-    ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of silence on
+    ``max_requests`` POSTs in progress at once (503), ``max_body_total_bytes`` of request
+    bodies held at once by all of them (503 with ``Retry-After``, before the body is read;
+    see `BodyBudget`). ``keepalive`` seconds of silence on
     an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB, or the
     server's ``max_line_bytes`` when smaller. Legacy sessions: at most ``max_sessions`` (the
     least recently used idle one makes room), closed after ``session_idle_timeout`` idle
@@ -78,6 +81,7 @@ class HttpApp:
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
+        max_body_total_bytes: int = DEFAULT_MAX_BODY_TOTAL,
         keepalive: float | None = 15.0,
         max_sessions: int = 1024,
         session_idle_timeout: float = 1800.0,
@@ -110,6 +114,8 @@ class HttpApp:
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
         self.max_requests = max_requests
+        self.bodies = BodyBudget(max_body_total_bytes)
+        """The bytes request bodies hold at once (``max_body_total_bytes``)."""
         self.keepalive = keepalive
         self.replay_bytes = replay_bytes
         self.retry_ms = retry_ms
@@ -316,9 +322,31 @@ class HttpApp:
             await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
             return
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+        declared = int(length) if length is not None and length.isdigit() else None
+        if declared is not None and declared > self.max_body_bytes:
             await self._too_large(send, extra)
             return
+        held = self.max_body_bytes if declared is None else declared
+        if not self.bodies.reserve(held):
+            why = self.bodies.refusal(held)
+            retry = [(b"retry-after", RETRY_AFTER), *extra]
+            await respond.error(send, 503, INTERNAL_ERROR, why, None, retry)
+            return
+        try:
+            await self._read_and_post(headers, principal, receive, send, extra, held)
+        finally:
+            self.bodies.release(held)
+
+    async def _read_and_post(
+        self,
+        headers: Headers,
+        principal: Any,
+        receive: respond.Receive,
+        send: respond.Send,
+        extra: list[tuple[bytes, bytes]],
+        held: int,
+    ) -> None:
+        """`_post` once ``held`` bytes of the body budget are reserved for this request."""
         try:
             data = await respond.read_body(receive, self.max_body_bytes, self.body_timeout)
         except respond.BodyTooLarge:
