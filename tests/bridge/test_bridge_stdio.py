@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -256,17 +257,38 @@ def test_a_modern_only_endpoint_serves_legacy_hosts_through_translation() -> Non
         run(main(url))
 
 
+async def logged_line(lines: list[str], text: str, timeout: float = 30) -> str:
+    """The first of ``lines`` holding ``text``, waiting for it (stderr is read apart from the
+    answers on stdout, so a line written before an answer may be read after it)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (found := [line for line in lines if text in line]):
+        assert loop.time() < deadline, f"{text!r} never logged: {lines}"
+        await asyncio.sleep(0.02)
+    return found[0]
+
+
 def test_an_unreachable_server_is_an_error_naming_it_and_tried_again() -> None:
     """The bridge serves its stdio client at once; while the server cannot be reached each
-    request fails with -32603 saying so (stdout carries only those answers)."""
+    request fails with -32603 saying so, with an incident id under which the bridge's log
+    names the address (stdout carries only those answers)."""
+    stderr: list[str] = []
 
     async def main() -> None:
         argv = bridge_stdio_argv("http://127.0.0.1:9/mcp")
-        async with Client.stdio(argv[0], argv[1:], era="modern", max_restarts=0) as c:
+        async with Client.stdio(
+            argv[0], argv[1:], era="modern", max_restarts=0, on_stderr=stderr.append
+        ) as c:
             for _ in range(2):
                 with pytest.raises(ClientError) as info:
                     await c.discover()
-                assert "cannot reach http://127.0.0.1:9/mcp" in str(info.value)
+                message = str(info.value)
+                assert "the bridge cannot reach the bridged server" in message
+                assert "127.0.0.1:9" not in message
+                incident = re.search(r"incident ([0-9a-f]{8})", message)
+                assert incident is not None, message
+                logged = await logged_line(stderr, f"incident {incident[1]}")
+                assert "127.0.0.1:9" in logged, stderr
 
     run(main())
 

@@ -32,7 +32,7 @@ from ..server.context import Context
 from ..server.engine import Engine
 from ..spec import INITIALIZE, LISTEN, TOOLS_LIST
 from ..wire import DEFAULT_MAX_LINE_BYTES
-from .common import StaticHost
+from .common import StaticHost, upstream_error
 from .forward import ForwardEra
 from .legacy_client import LegacyOverModern, RemoteWatch, UpstreamHost, bridge_info
 from .pool import Pool
@@ -200,9 +200,7 @@ class Backend:
         except ClientError as exc:
             if self.pool.first is None:
                 self._starting = None  # nothing was set up: the next request tries again
-            raise InternalError(
-                f"Internal error: the bridge cannot reach {self.label} ({exc})"
-            ) from None
+            raise upstream_error("the bridge cannot reach the bridged server", exc) from None
 
     async def start(self) -> None:
         """Open the first upstream, choose the eras, then open the rest of the pool; raises

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JsonRpcError
+from ..errors import InternalError, JsonRpcError
 from ..jsonrpc import notification
 from ..protocol.meta import RequestMeta
 from ..server.outbound import Kind
@@ -36,6 +37,24 @@ log = logging.getLogger("mcpline.bridge")
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 _background: set[asyncio.Future[Any]] = set()
+
+
+def incident(what: str, detail: object) -> str:
+    """``what`` went wrong with the bridged server: log ``detail`` (its exit status, command,
+    stderr tail: local facts) on the bridge's own log under a new random incident id, and
+    return the public text, which names only ``what`` and the id.
+
+    Every message the bridge builds from a local failure goes through here before it can
+    reach a client, who may be remote (``bridge --http``) and must not read the child's
+    stderr (a secret in an error message, an environment dump) or its command line."""
+    ident = secrets.token_hex(4)
+    log.warning("incident %s: %s: %s", ident, what, detail)
+    return f"{what} (incident {ident}: the details are in the bridge's log)"
+
+
+def upstream_error(what: str, exc: BaseException) -> InternalError:
+    """The -32603 a client gets for ``what`` failing locally with ``exc`` (see `incident`)."""
+    return InternalError(f"Internal error: {incident(what, exc)}")
 
 
 def spawn(work: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
@@ -211,6 +230,8 @@ def modern_capabilities(legacy: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "incident",
+    "upstream_error",
     "Holder",
     "LEGACY_CAPABILITY_KEYS",
     "ProgressCallback",

@@ -45,10 +45,12 @@ from ..wire import encode
 from .common import (
     Holder,
     StaticHost,
+    incident,
     list_flags,
     progress_relay,
     request_params,
     take_progress_token,
+    upstream_error,
 )
 from .pool import Pool
 from .upstream import Upstream
@@ -68,9 +70,8 @@ def lost_error(method: str, exc: ClientError, resent: int) -> InternalError:
         tail = f"it was sent again {resent} times" if resent else "it was not sent again"
     else:
         tail = f"{method} is not idempotent, so it was not sent again"
-    return InternalError(
-        f"Internal error: the bridged server went away while handling {method} ({exc}); {tail}"
-    )
+    what = incident(f"the bridged server went away while handling {method}", exc)
+    return InternalError(f"Internal error: {what}; {tail}")
 
 
 def rewrite_subscription(params: dict[str, Any], sid: Any) -> dict[str, Any]:
@@ -210,9 +211,7 @@ class ForwardEra:
                     continue
                 raise lost_error(req.method, exc, resent) from None
             except ClientError as exc:
-                raise InternalError(
-                    f"Internal error: {req.method} could not be forwarded ({exc})"
-                ) from None
+                raise upstream_error(f"{req.method} could not be forwarded", exc) from None
             finally:
                 self.pool.release(up, holder)
             if req.method == TOOLS_LIST:
@@ -283,7 +282,7 @@ class ForwardEra:
                     log.info("a listen lost %s (%s); listening on another", up.label, exc)
                     continue
                 except ClientError as exc:
-                    raise InternalError(f"Internal error: the listen failed ({exc})") from None
+                    raise upstream_error("the listen failed", exc) from None
                 finally:
                     self.pool.release(up)
                 return rewrite_subscription(result, cid)

@@ -44,7 +44,7 @@ from ..spec import (
     RESOURCES_READ,
     TOOLS_LIST,
 )
-from .common import list_flags
+from .common import list_flags, upstream_error
 from .forward import RESEND, lost_error
 from .pool import Pool
 from .translate import LIST_NOTIFICATIONS, METHOD_CAPABILITY
@@ -155,9 +155,7 @@ class UpstreamHost:
                     continue
                 raise lost_error(method, exc, resent) from None
             except ClientError as exc:
-                raise InternalError(
-                    f"Internal error: {method} could not be forwarded ({exc})"
-                ) from None
+                raise upstream_error(f"{method} could not be forwarded", exc) from None
             finally:
                 self.pool.release(up)
             break

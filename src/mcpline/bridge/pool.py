@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ClientError, InternalError
+from .common import incident
 from .upstream import Upstream
 
 log = logging.getLogger("mcpline.bridge")
@@ -155,8 +156,8 @@ class Pool:
                             await up.aclose()
                             up = None
                         failures += 1
-                        self.last_failure = str(exc)
-                        log.warning("bridged server did not start (%s); trying again", exc)
+                        self.last_failure = incident("the bridged server did not start", exc)
+                        log.info("the bridged server will be started again")
                         if once is not None and not once.done():
                             once.set_result(None)
                         await asyncio.sleep(self._delay(failures))
@@ -184,8 +185,8 @@ class Pool:
         if self._closed:
             return
         self.replaced += 1
-        self.last_failure = str(reason)
-        log.warning("bridged server %s is gone (%s); replacing it", up.label, reason)
+        self.last_failure = incident("the bridged server went away", f"{up.label}: {reason}")
+        log.info("replacing the bridged server that went away")
         await up.aclose()
 
     def _delay(self, failures: int) -> float:

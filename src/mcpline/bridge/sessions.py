@@ -39,7 +39,15 @@ from ..spec import (
     MESSAGE,
 )
 from ..wire import encode
-from .common import StaticHost, progress_relay, request_params, spawn, take_progress_token
+from .common import (
+    StaticHost,
+    incident,
+    progress_relay,
+    request_params,
+    spawn,
+    take_progress_token,
+    upstream_error,
+)
 from .upstream import Upstream
 
 if TYPE_CHECKING:
@@ -158,11 +166,9 @@ class SessionEra:
         try:
             up = await self.open_upstream()
         except ClientError as exc:
-            bs.failed = str(exc)
+            bs.failed = incident("the bridged server did not start", exc)
             bs.ready.set()
-            raise InternalError(
-                f"Internal error: the bridged server did not start ({exc})"
-            ) from None
+            raise InternalError(f"Internal error: {bs.failed}") from None
         if bs.closed:
             await up.aclose()
             raise InternalError("Internal error: the session ended before it started")
@@ -175,11 +181,11 @@ class SessionEra:
                 INITIALIZE, request_params(exchange.request.params), cancellable=False
             )
         except ConnectionLost as exc:
-            bs.failed = str(exc)
-            raise InternalError(f"Internal error: the bridged server went away ({exc})") from None
+            bs.failed = incident("the bridged server went away", exc)
+            raise InternalError(f"Internal error: {bs.failed}") from None
         except ClientError as exc:
-            bs.failed = str(exc)
-            raise InternalError(f"Internal error: initialize failed ({exc})") from None
+            bs.failed = incident("initialize failed", exc)
+            raise InternalError(f"Internal error: {bs.failed}") from None
         except JsonRpcError as exc:
             bs.failed = exc.message
             raise
@@ -197,8 +203,9 @@ class SessionEra:
         reason = await up.lost
         if bs.closed:
             return
-        bs.failed = f"the bridged server of this session went away ({reason})"
-        log.warning("%s: %s", up.label, bs.failed)
+        bs.failed = incident(
+            "the bridged server of this session went away", f"{up.label}: {reason}"
+        )
         await up.aclose()
         if self.on_dead is not None:
             self.on_dead(peer)
@@ -234,14 +241,12 @@ class SessionEra:
         try:
             return await up.request(req.method, params, on_progress=progress_relay(exchange, token))
         except ConnectionLost as exc:
-            raise InternalError(
-                f"Internal error: the bridged server of this session went away while handling "
-                f"{req.method} ({exc}); it was not sent again"
-            ) from None
+            what = incident(
+                f"the bridged server of this session went away while handling {req.method}", exc
+            )
+            raise InternalError(f"Internal error: {what}; it was not sent again") from None
         except ClientError as exc:
-            raise InternalError(
-                f"Internal error: {req.method} could not be forwarded ({exc})"
-            ) from None
+            raise upstream_error(f"{req.method} could not be forwarded", exc) from None
         finally:
             with contextlib.suppress(ValueError):
                 bs.active.remove(exchange)

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import (
     ClientError,
     ConnectionLost,
-    InternalError,
     InvalidParams,
     JsonRpcError,
     MethodNotFound,
@@ -88,6 +87,7 @@ from .common import (
     request_params,
     spawn,
     take_progress_token,
+    upstream_error,
 )
 from .forward import RESEND, lost_error
 from .pool import Pool
@@ -392,9 +392,7 @@ class TranslateEra:
                     continue
                 raise lost_error(method, exc, resent) from None
             except ClientError as exc:
-                raise InternalError(
-                    f"Internal error: {method} could not be forwarded ({exc})"
-                ) from None
+                raise upstream_error(f"{method} could not be forwarded", exc) from None
             finally:
                 self.pool.release(up, holder)
             return result
@@ -442,7 +440,7 @@ class TranslateEra:
                 raise lost_error(method, exc, resent) from None
             except ClientError as exc:
                 call.finish()
-                raise InternalError(f"Internal error: {method} failed ({exc})") from None
+                raise upstream_error(f"{method} failed", exc) from None
             except BaseException:
                 call.abort()
                 raise

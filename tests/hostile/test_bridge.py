@@ -1,0 +1,171 @@
+"""The bridge as a hostile peer sees it: real ``mcpline bridge`` processes on loopback.
+
+What a remote HTTP client learns when the bridged stdio server fails: a generic -32603 with an
+incident id, never the server's stderr, command, path or exit status; those go to the
+bridge's own log under that id (issue 22, H2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpline import Client
+from mcpline.errors import ServerError
+
+from ..bridge.util import Proc, bridge_http, connection, path_of
+
+pytestmark = pytest.mark.timeout(180)
+
+SECRET = "DATABASE_URL=postgres://app:hunter2@db.internal/prod"
+LEGACY = "2025-11-25"
+INCIDENT = re.compile(r"incident ([0-9a-f]{8})")
+
+LEAKY_SERVER = f'''
+import os, sys
+from pathlib import Path
+from mcpline import Server
+
+STATE = Path(os.environ["LEAKY_STATE"])
+with open(STATE / "starts", "a", encoding="utf-8") as f:
+    f.write(f"{{os.getpid()}}\\n")
+if (STATE / "broken").exists():
+    print({SECRET!r}, file=sys.stderr, flush=True)
+    sys.exit(3)
+
+server = Server("leaky", version="1.0.0")
+
+
+@server.tool
+def leak() -> str:
+    """Write a secret on stderr and die."""
+    print({SECRET!r}, file=sys.stderr, flush=True)
+    (STATE / "broken").touch()
+    os._exit(7)
+
+
+@server.tool
+def environment() -> dict[str, str]:
+    """This process's environment."""
+    return dict(os.environ)
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def run(coro: Any, timeout: float = 120) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+@pytest.fixture
+def leaky(tmp_path: Path) -> tuple[list[str], dict[str, str], Path]:
+    """The server command line, its environment and its state directory."""
+    script = tmp_path / "leaky_server.py"
+    script.write_text(LEAKY_SERVER, encoding="utf-8")
+    state = tmp_path / "state"
+    state.mkdir()
+    return [sys.executable, str(script)], {"LEAKY_STATE": str(state)}, state
+
+
+def starts(state: Path) -> int:
+    path = state / "starts"
+    return len(path.read_text().split()) if path.exists() else 0
+
+
+def legacy_initialize(url: str, rid: int = 1, timeout: float = 30.0) -> dict[str, Any]:
+    """One raw legacy ``initialize`` POST; the JSON-RPC response (from JSON or SSE)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "flood", "version": "1"},
+        },
+    }
+    conn = connection(url, timeout)
+    try:
+        conn.request(
+            "POST",
+            path_of(url),
+            json.dumps(body),
+            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        )
+        resp = conn.getresponse()
+        return answer_of(resp)
+    finally:
+        conn.close()
+
+
+def answer_of(resp: http.client.HTTPResponse) -> dict[str, Any]:
+    """The JSON-RPC response in a JSON body or the first response event of an SSE one."""
+    if resp.getheader("Content-Type", "").startswith("application/json"):
+        found: dict[str, Any] = json.loads(resp.read())
+        return found
+    for raw in resp:
+        line = raw.decode().rstrip("\r\n")
+        if line.startswith("data:") and line[5:].strip():
+            msg = json.loads(line[5:])
+            if "result" in msg or "error" in msg:
+                return dict(msg)
+    raise AssertionError(f"no response in the stream (HTTP {resp.status})")
+
+
+def assert_no_local_detail(message: str, *details: str) -> None:
+    for detail in (SECRET, "hunter2", "exited", "code 7", "code 3", "stderr", *details):
+        assert detail not in message, f"{detail!r} reached the client: {message!r}"
+
+
+def logged_incident(proc: Proc, incident: str) -> str:
+    """The bridge's log line for ``incident``."""
+    return proc.wait_for(rf"incident {incident}\b.*", timeout=15)[0]
+
+
+# --- H2: what a remote client learns of a local failure ------------------------------------
+
+
+def test_a_failing_server_tells_remote_clients_an_incident_id_and_its_log_the_rest(
+    leaky: tuple[list[str], dict[str, str], Path],
+) -> None:
+    """A call whose process dies, a request while no process can start, and a legacy session
+    whose process dies at start: each client error names an incident and nothing local; the
+    bridge's log line for that incident has the exit status and the stderr with the secret."""
+    server, env, state = leaky
+    script = server[1]
+
+    async def modern(url: str) -> list[ServerError]:
+        seen = []
+        async with Client.http(url) as c:
+            with pytest.raises(ServerError) as died:
+                await c.call_tool("leak", {})
+            seen.append(died.value)
+            # Every replacement now dies at start: the next request waits, then fails.
+            with pytest.raises(ServerError) as down:
+                await c.call_tool("environment", {})
+            seen.append(down.value)
+        return seen
+
+    with bridge_http(*server, options=["--pool", "1"], env=env) as (url, proc):
+        errors = run(modern(url))
+        legacy = legacy_initialize(url)
+        assert "error" in legacy, legacy
+        messages = [(e.code, e.message, e.data) for e in errors]
+        messages.append((legacy["error"]["code"], legacy["error"]["message"], None))
+        for code, message, _data in messages:
+            assert code == -32603, messages
+            assert_no_local_detail(message, script, os.path.basename(script), sys.executable)
+            found = INCIDENT.search(message)
+            assert found, message
+            line = logged_incident(proc, found[1])
+            assert SECRET in line and ("code 7" in line or "code 3" in line), line
