@@ -2,7 +2,8 @@
 
 What a remote HTTP client learns when the bridged stdio server fails: a generic -32603 with an
 incident id, never the server's stderr, command, path or exit status; those go to the
-bridge's own log under that id (issue 22, H2).
+bridge's own log under that id (issue 22, H2). The bridge's own secrets never reach a child,
+and a short one is a usage error (M1).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import http.client
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ import pytest
 from mcpline import Client
 from mcpline.errors import ServerError
 
-from ..bridge.util import Proc, bridge_http, connection, path_of
+from ..bridge.util import EVERYTHING, MCPLINE, Proc, bridge_http, connection, path_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -169,3 +171,61 @@ def test_a_failing_server_tells_remote_clients_an_incident_id_and_its_log_the_re
             assert found, message
             line = logged_incident(proc, found[1])
             assert SECRET in line and ("code 7" in line or "code 3" in line), line
+
+
+# --- M1: the bridge's own secrets -----------------------------------------------------------
+
+TOKEN = "bridge-token-0123456789abcdef"
+STATE_KEY = "state-key-0123456789abcdef-secret"
+
+
+def test_the_bridges_secrets_never_reach_its_child(
+    leaky: tuple[list[str], dict[str, str], Path],
+) -> None:
+    server, env, _state = leaky
+    env = {**env, "MCPLINE_BRIDGE_TOKEN": TOKEN, "MCPLINE_STATE_KEY": STATE_KEY}
+
+    async def child_environment(url: str) -> dict[str, Any]:
+        async with Client.http(url, headers={"Authorization": f"Bearer {TOKEN}"}) as c:
+            result = await c.call_tool("environment", {})
+        found: dict[str, Any] = result["structuredContent"]
+        return found
+
+    with bridge_http(*server, env=env) as (url, _proc):
+        seen = run(child_environment(url))
+    assert seen.get("LEAKY_STATE") == env["LEAKY_STATE"], "the rest of the environment is kept"
+    assert "MCPLINE_BRIDGE_TOKEN" not in seen and "MCPLINE_STATE_KEY" not in seen
+    assert TOKEN not in json.dumps(seen) and STATE_KEY not in json.dumps(seen)
+
+
+def test_a_short_token_in_the_environment_is_a_usage_error(
+    leaky: tuple[list[str], dict[str, str], Path],
+) -> None:
+    server, env, _state = leaky
+    argv = [*MCPLINE, "bridge", "--http", "127.0.0.1:0", "--", *server]
+    done = subprocess.run(
+        argv,
+        env={**os.environ, **env, "MCPLINE_BRIDGE_TOKEN": "abc"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "$MCPLINE_BRIDGE_TOKEN" in done.stderr and "at least 16" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_a_short_state_key_with_workers_is_a_usage_error(tmp_path: Path) -> None:
+    argv = [*MCPLINE, "run", str(EVERYTHING), "--http", "127.0.0.1:0", "--workers", "2"]
+    done = subprocess.run(
+        argv,
+        env={**os.environ, "MCPLINE_STATE_KEY": "short"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "at least 16 bytes" in done.stderr and "MCPLINE_STATE_KEY" in done.stderr
+    assert "Traceback" not in done.stderr

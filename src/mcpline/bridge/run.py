@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..client.transports import StdioServer, Transport
 from ..errors import JsonRpcError
+from ..protocol.state import STATE_KEY_ENV
 from .backend import Backend, BackendOptions
 
 if TYPE_CHECKING:
@@ -66,9 +68,27 @@ def child(
     session); their stderr goes to ``on_stderr`` (default: ours, prefixed and rate-bound)."""
     relay = on_stderr if on_stderr is not None else StderrRelay()
     server = StdioServer(
-        command, args, env=env, cwd=cwd, on_stderr=relay, close_grace=1.0, term_grace=1.0
+        command,
+        args,
+        env={**child_environment(os.environ), **(env or {})},
+        inherit_env=False,
+        cwd=cwd,
+        on_stderr=relay,
+        close_grace=1.0,
+        term_grace=1.0,
     )
     return Backend(lambda: server, options)
+
+
+BRIDGE_SECRETS = frozenset({"MCPLINE_BRIDGE_TOKEN", STATE_KEY_ENV})
+"""The bridge's own secrets in its environment: its clients' bearer token and its
+``requestState`` key. Its children never see them (a server may log or return its
+environment); a child that needs a value of its own gets it from ``env``."""
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without `BRIDGE_SECRETS`: what a bridged child inherits."""
+    return {k: v for k, v in environ.items() if k not in BRIDGE_SECRETS}
 
 
 def remote(
@@ -155,4 +175,12 @@ def serve_stdio(backend: Backend, *, server_options: Mapping[str, Any] | None = 
     return code
 
 
-__all__ = ["StderrRelay", "child", "remote", "serve_http", "serve_stdio"]
+__all__ = [
+    "BRIDGE_SECRETS",
+    "StderrRelay",
+    "child",
+    "child_environment",
+    "remote",
+    "serve_http",
+    "serve_stdio",
+]

@@ -218,10 +218,16 @@ def _http(
 
 
 def _bearer_token(path: str | None) -> str | None:
-    from ..addresses import read_token_file
+    from ..addresses import check_token, read_token_file
 
     if path is None:
-        return os.environ.get(BEARER_ENV) or None
+        value = os.environ.get(BEARER_ENV)
+        if not value:
+            return None
+        try:
+            return check_token(value, f"${BEARER_ENV}")
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
     try:
         return read_token_file(path)
     except ValueError as exc:

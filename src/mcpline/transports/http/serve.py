@@ -249,6 +249,12 @@ def serve_workers(
             f"--workers {workers} needs ${STATE_KEY_ENV}: set it to one secret shared by every "
             "worker, so that a requestState sealed by one verifies on the others"
         )
+    from ...protocol.state import resolve_key
+
+    try:
+        resolve_key(None)
+    except ValueError as exc:
+        raise HttpError(str(exc)) from None
     configure_logging()
     server = load(target)  # fail here, once, rather than in every worker
     _warn_unshared(server, workers)
