@@ -1,6 +1,7 @@
 """The `TaskStore` contract, against each store: memory, SQLite (a real file) and Redis (a
 real redis-server): create and read back, atomic updates (concurrent ones included), lease
-renewal and what it tells a worker to stop, expiry and purging, scopes kept apart."""
+renewal and what it tells a worker to stop, expiry and purging, scopes kept apart, and the
+task quota (counted per owner and in all, checked atomically with the write it guards)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ from typing import Any
 import msgspec
 import pytest
 
+from mcpline.server.task_quota import QuotaExceeded, TaskQuota, Usage
 from mcpline.server.task_redis import RedisTaskStore
 from mcpline.server.task_sqlite import SqliteTaskStore
-from mcpline.server.task_store import MemoryTaskStore, TaskRecord, TaskStore, now_ms
+from mcpline.server.task_store import (
+    MemoryTaskStore,
+    TaskRecord,
+    TaskStore,
+    encode_record,
+    now_ms,
+)
 from mcpline.server.tasks import resolve_store
 
 from ..redis_server import RedisServer, running_redis
@@ -208,3 +216,153 @@ def test_sqlite_writes_through_a_thread_and_uses_wal(tmp_path: Path) -> None:
 
     assert run(main()) == "wal"
     assert "sqlite3" in sys.modules  # loaded by the store when it opened
+
+
+QUOTA = TaskQuota(
+    tasks=3,
+    bytes=20_000,
+    anonymous_tasks=2,
+    anonymous_bytes=8_000,
+    total_tasks=6,
+    total_bytes=40_000,
+)
+
+
+def size(rec: TaskRecord) -> int:
+    return len(encode_record(rec))
+
+
+def refused(exc: pytest.ExceptionInfo[QuotaExceeded]) -> tuple[str, str, int]:
+    r = exc.value.refusal
+    return r.bucket, r.what, r.limit
+
+
+def test_quota_counts_tasks_per_owner_anonymous_and_in_all(make: Factory) -> None:
+    async def main() -> None:
+        store = await opened(make)
+        for i in range(3):
+            await store.create(record(f"a{i}", owner="alice"), QUOTA)
+        with pytest.raises(QuotaExceeded) as exc:
+            await store.create(record("a3", owner="alice"), QUOTA)
+        assert refused(exc) == ("principal", "tasks", 3)
+        assert await store.get("a3") is None
+        for i in range(2):
+            await store.create(record(f"n{i}"), QUOTA)  # anonymous
+        with pytest.raises(QuotaExceeded) as exc:
+            await store.create(record("n2"), QUOTA)
+        assert refused(exc) == ("anonymous", "tasks", 2)
+        await store.create(record("b0", owner="bob"), QUOTA)  # the sixth task
+        with pytest.raises(QuotaExceeded) as exc:
+            await store.create(record("b1", owner="bob"), QUOTA)
+        assert refused(exc) == ("server", "tasks", 6)
+        await store.create(record("b1", owner="bob"))  # no quota given: nothing is checked
+        mine, total = await store.usage("alice")
+        assert mine.tasks == 3 and total.tasks == 7
+        expected = sum([size(r) for r in (await store.get_many(["a0", "a1", "a2"])).values()])
+        assert mine.bytes == expected
+        await store.aclose()
+
+    run(main())
+
+
+def test_quota_counts_bytes_and_checks_what_an_update_adds(make: Factory) -> None:
+    async def main() -> None:
+        store = await opened(make)
+        with pytest.raises(QuotaExceeded) as exc:
+            await store.create(record("big", owner="carol", arguments={"x": "y" * 20_000}), QUOTA)
+        assert refused(exc) == ("principal", "bytes", 20_000)
+        assert await store.usage("carol") == (Usage(0, 0), Usage(0, 0))
+        await store.create(record("c", owner="carol", arguments={"x": "y" * 10_000}), QUOTA)
+        with pytest.raises(QuotaExceeded) as exc:
+            await store.update(
+                "c", lambda r: msgspec.structs.replace(r, answers={"k": "z" * 12_000}), QUOTA
+            )
+        assert refused(exc) == ("principal", "bytes", 20_000)
+        got = await store.get("c")
+        assert got is not None and got.answers == {}
+        grown = await store.update(
+            "c", lambda r: msgspec.structs.replace(r, answers={"k": "z" * 5_000}), QUOTA
+        )
+        assert grown is not None
+        mine, _ = await store.usage("carol")
+        assert mine == Usage(1, size(grown))
+        shrunk = await store.update(
+            "c", lambda r: msgspec.structs.replace(r, arguments={}, answers={}), QUOTA
+        )
+        assert shrunk is not None
+        assert (await store.usage("carol"))[0] == Usage(1, size(shrunk))
+        until = now_ms() + 50_000
+        assert await store.renew("w1", ["c"], until) == {}
+        renewed = await store.get("c")
+        assert renewed is not None and renewed.lease == until
+        assert (await store.usage("carol"))[0] == Usage(1, size(renewed))
+        await store.aclose()
+
+    run(main())
+
+
+def test_expired_tasks_leave_the_quota(make: Factory) -> None:
+    async def main() -> None:
+        store = await opened(make)
+        for i in range(3):
+            await store.create(record(f"s{i}", owner="dave", ttl=150), QUOTA)
+        with pytest.raises(QuotaExceeded):
+            await store.create(record("s3", owner="dave"), QUOTA)
+        await asyncio.sleep(0.3)
+        await store.create(record("s3", owner="dave"), QUOTA)  # before any purge
+        assert (await store.usage("dave"))[0].tasks == 1
+        await store.purge(now_ms())
+        got = await store.usage("dave")
+        assert got[0] == got[1] == Usage(1, size(record("s3", owner="dave")))
+        await store.aclose()
+
+    run(main())
+
+
+def test_concurrent_creates_never_pass_the_quota(make: Factory) -> None:
+    async def main() -> None:
+        stores = [await opened(make) for _ in range(4)]
+
+        async def create(i: int) -> bool:
+            try:
+                await stores[i % 4].create(record(f"r{i}", owner="erin"), QUOTA)
+            except QuotaExceeded:
+                return False
+            return True
+
+        made = await asyncio.gather(*(create(i) for i in range(24)))
+        assert sum(made) == 3
+        assert (await stores[0].usage("erin"))[0].tasks == 3
+        for s in stores:
+            await s.aclose()
+
+    run(main())
+
+
+def test_sqlite_gains_the_quota_columns(tmp_path: Path) -> None:
+    """A file made before quotas: its records are counted once the store opens it."""
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    old = record("old", owner="frank")
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE mcpline_tasks (scope TEXT NOT NULL, id TEXT NOT NULL, expires INTEGER,"
+        " data BLOB NOT NULL, PRIMARY KEY (scope, id)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT INTO mcpline_tasks VALUES (?, ?, ?, ?)",
+        ("s", "old", old.expires, encode_record(old)),
+    )
+    conn.commit()
+    conn.close()
+
+    async def main() -> tuple[Usage, Usage]:
+        store = SqliteTaskStore(path)
+        await store.open("s")
+        assert await store.get("old") == old
+        used = await store.usage("frank")
+        await store.aclose()
+        return used
+
+    assert run(main()) == (Usage(1, size(old)), Usage(1, size(old)))

@@ -41,6 +41,13 @@ def register(sub: Any) -> None:
         "between the processes of this server and records used requestStates, where the file "
         "sets none (default: $MCPLINE_BUS_URL; see docs/scale-out.md; needs mcpline[redis])",
     )
+    p.add_argument(
+        "--task-quota",
+        metavar="SPEC",
+        help="what tasks may keep, e.g. tasks=100,bytes=32MiB,anonymous_tasks=10 (per "
+        "principal, anonymous callers together, and total_* for the server; default: "
+        "$MCPLINE_TASK_QUOTA, else 256 tasks and 64 MiB a principal; see docs/tasks.md)",
+    )
     h = p.add_argument_group("Streamable HTTP (see docs/http.md; needs mcpline[http])")
     h.add_argument(
         "--http",
@@ -243,7 +250,22 @@ def run_http(args: argparse.Namespace) -> int:
     return 0
 
 
+def task_quota(args: argparse.Namespace) -> None:
+    """``--task-quota``, checked, put in the environment where `Server` (and every worker of
+    ``--workers N``) reads it; SystemExit(2) on a bad one."""
+    if args.task_quota is None:
+        return
+    from ..server.task_quota import QUOTA_ENV, TaskQuota
+
+    try:
+        TaskQuota.parse(args.task_quota)
+    except ValueError as exc:
+        _usage(f"--task-quota: {exc}")
+    os.environ[QUOTA_ENV] = args.task_quota
+
+
 def run(args: argparse.Namespace) -> int:
+    task_quota(args)
     if args.http is not None:
         return run_http(args)
     if args.workers is not None or args.allow_origin or args.allow_host or args.max_body_total:

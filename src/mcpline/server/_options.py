@@ -10,6 +10,7 @@ from ..wire import DEFAULT_MAX_LINE_BYTES
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 
 if TYPE_CHECKING:
+    from .task_quota import TaskQuota
     from .task_store import TaskStore
 
 
@@ -39,6 +40,9 @@ class ServerOptions:
     memory."""
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 1000
+    task_quota: TaskQuota | str | None = None
+    """What tasks may keep (see `mcpline.server.task_quota`); None: ``$MCPLINE_TASK_QUOTA``,
+    else the defaults."""
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):

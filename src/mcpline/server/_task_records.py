@@ -68,18 +68,32 @@ STOPPED = {
 }
 
 
+ENDED: dict[str, Any] = {
+    "arguments": {},
+    "answers": {},
+    "state": None,
+    "asked": [],
+    "caps": {},
+    "client": None,
+    "requests": {},
+}
+"""The fields a task that ended no longer needs (it never runs again), emptied: what it
+keeps until its TTL ends is its status, message and result or error."""
+
+
 def failed(error: dict[str, Any]) -> dict[str, Any]:
     """The fields of a record that ``failed`` with ``error``."""
     return {
+        **ENDED,
         "status": "failed",
         "error": error,
         "message": str(error.get("message", "failed")),
-        "requests": {},
         "result": None,
     }
 
 
 __all__ = [
+    "ENDED",
     "STOPPED",
     "accepts_tasks",
     "failed",

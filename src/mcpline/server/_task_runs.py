@@ -20,11 +20,12 @@ from ..jsonrpc import Request
 from ..protocol.meta import RequestMeta
 from ..spec import INTERNAL_ERROR, PROGRESS, TOOLS_CALL
 from ._task_handle import Task, shaped
-from ._task_records import STOPPED, failed
+from ._task_records import ENDED, STOPPED, failed
 from .context import Context
 from .engine import Exchange, Phase
 from .mrtr import InputRequired, select_requests
 from .outbound import Kind
+from .task_quota import QuotaExceeded, TaskQuota
 from .task_store import TaskRecord, TaskStore, now_ms
 from .tools import Deferred, Tool, invoke
 
@@ -103,6 +104,7 @@ class TaskRuns:
 
     _d: Dispatcher
     store: TaskStore
+    quota: TaskQuota
     worker: str
     max_rounds: int
     _runs: dict[str, Run]
@@ -147,7 +149,11 @@ class TaskRuns:
         if run.reason == "gone":
             return
         if run.reason == "cancel":
-            fields = {"status": "cancelled", "message": "Cancelled at the client's request"}
+            fields = {
+                **ENDED,
+                "status": "cancelled",
+                "message": "Cancelled at the client's request",
+            }
         else:
             fields = failed(STOPPED)
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing can be recorded
@@ -178,7 +184,7 @@ class TaskRuns:
                 else:
                     result = await shaped(tool, handle, submit)
                 result.setdefault("resultType", "complete")  # as tools/call would say
-                fields = {"status": "completed", "result": result, "message": None}
+                fields = {**ENDED, "status": "completed", "result": result, "message": None}
             except InputRequired as ir:
                 fields = self._asking(ir, ctx)
             except JsonRpcError as exc:
@@ -215,7 +221,7 @@ class TaskRuns:
                         await res
                 except Exception:
                     log.exception("on_cancel of task %s raised", task_id[:8])
-            return {"status": "cancelled", "message": "Cancelled at the client's request"}
+            return {**ENDED, "status": "cancelled", "message": "Cancelled at the client's request"}
         if reason == "gone":
             return None  # expired, or finished elsewhere: nothing to record
         return failed(STOPPED)
@@ -240,6 +246,16 @@ class TaskRuns:
         }
 
     async def _finish(self, task_id: str, fields: dict[str, Any]) -> None:
+        """Record how a run ended; an end that does not fit the quota (a result too large,
+        say) fails the task with the quota's error instead."""
+        try:
+            await self._record_end(task_id, fields, self.quota)
+        except QuotaExceeded as exc:
+            await self._record_end(task_id, failed(exc.refusal.to_error()), None)
+
+    async def _record_end(
+        self, task_id: str, fields: dict[str, Any], quota: TaskQuota | None
+    ) -> None:
         now = now_ms()
         worker = self.worker
         max_rounds = self.max_rounds
@@ -274,7 +290,7 @@ class TaskRuns:
                 cur, **new, worker=None, lease=None, cancel=False, updated=now
             )
 
-        after = await self.store.update(task_id, change)
+        after = await self.store.update(task_id, change, quota)
         if after is not None and after.updated == now and after.status != "working":
             self._notify(after)
 
@@ -300,9 +316,11 @@ class TaskRuns:
                         return None
                     return msgspec.structs.replace(cur, message=text, updated=now)
 
-                after = await self.store.update(task_id, change)
+                after = await self.store.update(task_id, change, self.quota)
                 if after is not None and after.updated == now:
                     self._notify(after)
+        except QuotaExceeded as exc:
+            log.warning("the progress of task %s was not recorded: %s", task_id[:8], exc)
         except Exception:
             log.warning("could not record the progress of task %s", task_id[:8], exc_info=True)
         finally:

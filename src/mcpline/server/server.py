@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .completion import Completions
     from .prompts import Prompt
     from .resources import Resource, Resources
+    from .task_quota import TaskQuota
     from .task_store import TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,7 +53,9 @@ class Server:
     ``task_store`` keeps tasks (the tasks extension, see `mcpline.server.tasks`): a store,
     or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default ``$MCPLINE_TASK_STORE``, else
     memory); passing one also advertises the extension. A task lives ``task_ttl_ms`` (None:
-    no limit) and clients are asked to poll every ``task_poll_interval_ms``.
+    no limit) and clients are asked to poll every ``task_poll_interval_ms``. ``task_quota``
+    bounds what tasks keep per principal and in all (a `mcpline.server.task_quota.TaskQuota`
+    or its spec; default ``$MCPLINE_TASK_QUOTA``, else the defaults).
     The options are kept in `options`.
     """
 
@@ -88,6 +91,7 @@ class Server:
         task_store: TaskStore | str | None = None,
         task_ttl_ms: int | None = 3_600_000,
         task_poll_interval_ms: int = 1000,
+        task_quota: TaskQuota | str | None = None,
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -107,6 +111,7 @@ class Server:
             task_store=task_store,
             task_ttl_ms=task_ttl_ms,
             task_poll_interval_ms=task_poll_interval_ms,
+            task_quota=task_quota,
         )
         self.name = name
         self.version = version

@@ -6,8 +6,10 @@ server processes on the machine (each change is one ``BEGIN IMMEDIATE`` transact
 processes never both apply a change to the same record). Every call runs on one thread of
 the store's own, off the event loop. ``sqlite3`` is imported when the store opens.
 
-One table, ``mcpline_tasks(scope, id, expires, data)``: ``data`` is the record's JSON,
-``expires`` is indexed for `purge`.
+One table, ``mcpline_tasks(scope, id, expires, data, owner, size)``: ``data`` is the
+record's JSON, ``owner`` and ``size`` (its length) are what quotas count; ``expires`` is
+indexed for `purge`, ``(scope, owner, expires, size)`` for counting. A file made by an
+earlier version gains the two columns when the store opens it.
 
 The records hold the arguments and results of calls, so the file is the owner's alone: it is
 created ``0600`` (whatever the umask) and an existing one is made ``0600`` when the store
@@ -26,12 +28,14 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .task_quota import QuotaExceeded, TaskQuota, Usage
 from .task_store import (
     DEFAULT_LEASE,
     Change,
     TaskRecord,
     decode_record,
     encode_record,
+    now_ms,
     renew_records,
 )
 
@@ -48,10 +52,15 @@ COMPANIONS = ("-wal", "-shm", "-journal")
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS mcpline_tasks ("
     " scope TEXT NOT NULL, id TEXT NOT NULL, expires INTEGER, data BLOB NOT NULL,"
+    " owner TEXT NOT NULL DEFAULT '', size INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY (scope, id)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS mcpline_tasks_expires ON mcpline_tasks (expires)"
     " WHERE expires IS NOT NULL",
 )
+INDEXES = (
+    "CREATE INDEX IF NOT EXISTS mcpline_tasks_owner ON mcpline_tasks (scope, owner, expires, size)",
+)
+_LIVE = "scope = ? AND (expires IS NULL OR expires > ?)"
 
 
 class SqliteTaskStore:
@@ -99,9 +108,45 @@ class SqliteTaskStore:
         )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
-        for statement in SCHEMA:
-            conn.execute(statement)
         self._conn = conn
+        self._transaction(self._migrate)
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        """Create the table, or add the quota columns to one an earlier version made."""
+        for statement in SCHEMA:
+            db.execute(statement)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(mcpline_tasks)")}
+        if "owner" not in columns:
+            db.execute("ALTER TABLE mcpline_tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+            db.execute("ALTER TABLE mcpline_tasks ADD COLUMN size INTEGER NOT NULL DEFAULT 0")
+            rows = db.execute("SELECT scope, id, data FROM mcpline_tasks").fetchall()
+            for scope, task_id, data in rows:
+                db.execute(
+                    "UPDATE mcpline_tasks SET owner = ?, size = ? WHERE scope = ? AND id = ?",
+                    (decode_record(data).owner, len(data), scope, task_id),
+                )
+        for statement in INDEXES:
+            db.execute(statement)
+
+    def _usage(self, db: sqlite3.Connection, owner: str, now: int) -> tuple[Usage, Usage]:
+        mine = db.execute(
+            f"SELECT COUNT(*), TOTAL(size) FROM mcpline_tasks WHERE {_LIVE} AND owner = ?",
+            (self._scope, now, owner),
+        ).fetchone()
+        total = db.execute(
+            f"SELECT COUNT(*), TOTAL(size) FROM mcpline_tasks WHERE {_LIVE}", (self._scope, now)
+        ).fetchone()
+        return Usage(mine[0], int(mine[1])), Usage(total[0], int(total[1]))
+
+    def _check(
+        self, db: sqlite3.Connection, quota: TaskQuota | None, owner: str, tasks: int, size: int
+    ) -> None:
+        if quota is None or (tasks <= 0 and size <= 0):
+            return
+        mine, total = self._usage(db, owner, now_ms())
+        refusal = quota.refusal(owner, mine, total, tasks, size)
+        if refusal is not None:
+            raise QuotaExceeded(refusal)
 
     def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         db = self._db()
@@ -115,15 +160,20 @@ class SqliteTaskStore:
         return out
 
     def _read(self, db: sqlite3.Connection, task_id: str) -> TaskRecord | None:
+        row = self._row(db, task_id)
+        return None if row is None else decode_record(row)
+
+    def _row(self, db: sqlite3.Connection, task_id: str) -> bytes | None:
         row = db.execute(
             "SELECT data FROM mcpline_tasks WHERE scope = ? AND id = ?", (self._scope, task_id)
         ).fetchone()
-        return None if row is None else decode_record(row[0])
+        return None if row is None else bytes(row[0])
 
-    def _write(self, db: sqlite3.Connection, rec: TaskRecord) -> None:
+    def _write(self, db: sqlite3.Connection, rec: TaskRecord, data: bytes | None = None) -> None:
+        data = encode_record(rec) if data is None else data
         db.execute(
-            "UPDATE mcpline_tasks SET expires = ?, data = ? WHERE scope = ? AND id = ?",
-            (rec.expires, encode_record(rec), self._scope, rec.id),
+            "UPDATE mcpline_tasks SET expires = ?, data = ?, size = ? WHERE scope = ? AND id = ?",
+            (rec.expires, data, len(data), self._scope, rec.id),
         )
 
     # --- the TaskStore protocol --------------------------------------------------------------
@@ -154,19 +204,23 @@ class SqliteTaskStore:
         self._pool = None
         pool.shutdown(wait=True)
 
-    async def create(self, rec: TaskRecord) -> None:
-        def insert() -> None:
+    async def create(self, rec: TaskRecord, quota: TaskQuota | None = None) -> None:
+        data = encode_record(rec)
+
+        def insert(db: sqlite3.Connection) -> None:
             import sqlite3
 
+            self._check(db, quota, rec.owner, 1, len(data))
             try:
-                self._db().execute(
-                    "INSERT INTO mcpline_tasks (scope, id, expires, data) VALUES (?, ?, ?, ?)",
-                    (self._scope, rec.id, rec.expires, encode_record(rec)),
+                db.execute(
+                    "INSERT INTO mcpline_tasks (scope, id, expires, data, owner, size)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (self._scope, rec.id, rec.expires, data, rec.owner, len(data)),
                 )
             except sqlite3.IntegrityError:
                 raise ValueError(f"task {rec.id!r} exists already") from None
 
-        await self._call(insert)
+        await self._call(self._transaction, insert)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return await self._call(lambda: self._read(self._db(), task_id))
@@ -191,15 +245,20 @@ class SqliteTaskStore:
 
         return await self._call(select) if wanted else {}
 
-    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+    async def update(
+        self, task_id: str, change: Change, quota: TaskQuota | None = None
+    ) -> TaskRecord | None:
         def apply(db: sqlite3.Connection) -> TaskRecord | None:
-            rec = self._read(db, task_id)
-            if rec is None:
+            raw = self._row(db, task_id)
+            if raw is None:
                 return None
+            rec = decode_record(raw)
             new = change(rec)
             if new is None:
                 return rec
-            self._write(db, new)
+            data = encode_record(new)
+            self._check(db, quota, rec.owner, 0, len(data) - len(raw))
+            self._write(db, new, data)
             return new
 
         return await self._call(self._transaction, apply)
@@ -238,6 +297,9 @@ class SqliteTaskStore:
 
         return await self._call(select)
 
+    async def usage(self, owner: str) -> tuple[Usage, Usage]:
+        return await self._call(lambda: self._usage(self._db(), owner, now_ms()))
+
 
 def private_file(path: str, *, create: bool) -> None:
     """Make ``path`` a file only its owner may read or write (``0600``), creating it empty
@@ -260,6 +322,7 @@ def private_file(path: str, *, create: bool) -> None:
 
 __all__ = [
     "FILE_MODE",
+    "INDEXES",
     "private_file",
     "SCHEMA",
     "SqliteTaskStore",

@@ -14,6 +14,10 @@ stores ship:
 Times are integer milliseconds since the epoch (wall clock: processes that share a store
 should keep their clocks in sync). A record whose ``expires`` has passed is expired: the
 server answers as the SEP says and `TaskStore.purge` deletes it.
+
+Each store also counts, per owner and in all, the unexpired records it keeps and their
+encoded size, and checks a `mcpline.server.task_quota.TaskQuota` atomically with the write
+it guards (`TaskStore.create`, `TaskStore.update`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ..spec import TERMINAL_TASK_STATUSES
+from .task_quota import QuotaExceeded, TaskQuota, Usage
 
 DEFAULT_LEASE = 15.0
 """Seconds a running task's worker may stay silent before the task is taken for dead."""
@@ -115,8 +120,10 @@ class TaskStore(Protocol):
 
     async def aclose(self) -> None: ...
 
-    async def create(self, rec: TaskRecord) -> None:
-        """Store a new record durably: once this returns, `get` finds it from any process."""
+    async def create(self, rec: TaskRecord, quota: TaskQuota | None = None) -> None:
+        """Store a new record durably: once this returns, `get` finds it from any process.
+        With ``quota``, `QuotaExceeded` (and nothing stored) when the record does not fit
+        its owner's bucket or the server's."""
         ...
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -125,8 +132,12 @@ class TaskStore(Protocol):
 
     async def get_many(self, ids: Iterable[str]) -> dict[str, TaskRecord]: ...
 
-    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
-        """Apply ``change`` atomically; the record as stored afterwards (None if absent)."""
+    async def update(
+        self, task_id: str, change: Change, quota: TaskQuota | None = None
+    ) -> TaskRecord | None:
+        """Apply ``change`` atomically; the record as stored afterwards (None if absent).
+        With ``quota``, `QuotaExceeded` (and the record left as it was) when the change
+        grows the record by more than its owner's bucket or the server's has left."""
         ...
 
     async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
@@ -141,6 +152,10 @@ class TaskStore(Protocol):
 
     async def count(self) -> int:
         """Records kept now (expired ones not yet purged included)."""
+        ...
+
+    async def usage(self, owner: str) -> tuple[Usage, Usage]:
+        """What ``owner``'s records and all records hold now (expired ones excluded)."""
         ...
 
 
@@ -173,6 +188,27 @@ class MemoryTaskStore:
         self.lease = lease
         self._records: dict[str, bytes] = {}
         self._expiry: list[tuple[int, str]] = []
+        self._used: dict[str, list[int]] = {}
+        """Tasks and bytes by owner; ``""`` (no owner) included."""
+        self._total = [0, 0]
+
+    def _charge(self, owner: str, tasks: int, size: int) -> None:
+        used = self._used.setdefault(owner, [0, 0])
+        used[0] += tasks
+        used[1] += size
+        if used[0] <= 0:
+            del self._used[owner]
+        self._total[0] += tasks
+        self._total[1] += size
+
+    def _check(self, quota: TaskQuota | None, owner: str, tasks: int, size: int) -> None:
+        if quota is None or (tasks <= 0 and size <= 0):
+            return
+        self._purge(now_ms())
+        mine = Usage(*self._used.get(owner, (0, 0)))
+        refusal = quota.refusal(owner, mine, Usage(*self._total), tasks, size)
+        if refusal is not None:
+            raise QuotaExceeded(refusal)
 
     async def open(self, scope: str) -> None:
         return None
@@ -180,10 +216,13 @@ class MemoryTaskStore:
     async def aclose(self) -> None:
         return None
 
-    async def create(self, rec: TaskRecord) -> None:
+    async def create(self, rec: TaskRecord, quota: TaskQuota | None = None) -> None:
         if rec.id in self._records:
             raise ValueError(f"task {rec.id!r} exists already")
-        self._records[rec.id] = encode_record(rec)
+        raw = encode_record(rec)
+        self._check(quota, rec.owner, 1, len(raw))
+        self._records[rec.id] = raw
+        self._charge(rec.owner, 1, len(raw))
         if rec.expires is not None:
             heapq.heappush(self._expiry, (rec.expires, rec.id))
             if self._expiry[0][0] <= rec.created:
@@ -201,14 +240,22 @@ class MemoryTaskStore:
                 out[task_id] = decode_record(raw)
         return out
 
-    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+    async def update(
+        self, task_id: str, change: Change, quota: TaskQuota | None = None
+    ) -> TaskRecord | None:
         raw = self._records.get(task_id)
         if raw is None:
             return None
+        old = decode_record(raw)
         new = change(decode_record(raw))
         if new is None:
-            return decode_record(raw)
-        self._records[task_id] = encode_record(new)
+            return old
+        data = encode_record(new)
+        self._check(quota, old.owner, 0, len(data) - len(raw))
+        if self._records.get(task_id) is not raw:
+            return None  # purged by the check: it had expired
+        self._records[task_id] = data
+        self._charge(old.owner, 0, len(data) - len(raw))
         return new
 
     async def renew(self, worker: str, ids: Iterable[str], until: int) -> dict[str, str]:
@@ -216,7 +263,9 @@ class MemoryTaskStore:
         found = [(i, decode_record(records[i]) if i in records else None) for i in ids]
         stop, extended = renew_records(found, worker, until)
         for rec in extended:
-            records[rec.id] = encode_record(rec)
+            data = encode_record(rec)
+            self._charge(rec.owner, 0, len(data) - len(records[rec.id]))
+            records[rec.id] = data
         return stop
 
     async def purge(self, now: int) -> int:
@@ -228,13 +277,21 @@ class MemoryTaskStore:
         while heap and heap[0][0] <= now:
             _, task_id = heapq.heappop(heap)
             raw = self._records.get(task_id)
-            if raw is not None and decode_record(raw).expired(now):
+            if raw is None:
+                continue
+            rec = decode_record(raw)
+            if rec.expired(now):
                 del self._records[task_id]
+                self._charge(rec.owner, -1, -len(raw))
                 dropped += 1
         return dropped
 
     async def count(self) -> int:
         return len(self._records)
+
+    async def usage(self, owner: str) -> tuple[Usage, Usage]:
+        self._purge(now_ms())
+        return Usage(*self._used.get(owner, (0, 0))), Usage(*self._total)
 
 
 __all__ = [

@@ -26,6 +26,12 @@ Tasks are bound to the requester's principal (``ctx.principal``, from the HTTP b
 hook); a task of another principal is answered exactly as an unknown one. Ids are 192 random
 bits (`secrets`).
 
+What tasks keep is bounded by the server's `mcpline.server.task_quota.TaskQuota` (tasks and
+bytes per principal, for anonymous callers together and in all): a ``tools/call`` whose task
+does not fit, or a ``tasks/update`` whose answers do not, is answered -32010
+(`TASK_QUOTA_EXCEEDED`); a result that does not fit fails its task with that error. A task
+that ended keeps only its outcome (its arguments, answers and state are dropped).
+
 `TaskManager` holds the runtime: the store (`mcpline.server.task_store`), this process's
 running tasks and their leases, TTL purging, and ``notifications/tasks`` to the listens that
 asked for a task's id. Across processes (SQLite, Redis): a process claims a task it runs
@@ -48,10 +54,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, MissingCapabilityError
+from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
 from ..spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
 from ._task_handle import _UNSET, Task, shaped
 from ._task_records import (
+    ENDED,
     accepts_tasks,
     failed,
     iso,
@@ -63,6 +70,7 @@ from ._task_records import (
 from ._task_runs import Run, TaskRuns
 from .context import Context
 from .mrtr import InputRequest, check_answer
+from .task_quota import TASK_QUOTA_EXCEEDED, QuotaExceeded, Refusal, TaskQuota, resolve_quota
 from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
 from .tools import Deferred, Tool, invoke
 
@@ -106,6 +114,12 @@ def resolve_store(given: TaskStore | str | None) -> TaskStore:
     raise ValueError(f"unknown task store {spec!r}: use memory, sqlite:PATH or a redis:// URL")
 
 
+def quota_error(refusal: Refusal) -> JsonRpcError:
+    """The -32010 answer to a request that would break a task quota."""
+    err = refusal.to_error()
+    return JsonRpcError(TASK_QUOTA_EXCEEDED, refusal.message, err["data"])
+
+
 class TaskManager(TaskRuns):
     """The tasks of one server: its store, the tasks this process runs (`TaskRuns` runs
     them), their leases, TTLs and notifications."""
@@ -120,6 +134,8 @@ class TaskManager(TaskRuns):
     def __init__(self, dispatch: Dispatcher, store: TaskStore) -> None:
         self._d = dispatch
         self.store = store
+        self.quota: TaskQuota = resolve_quota(dispatch.options.task_quota)
+        """What tasks may keep, per principal and in all."""
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         """This process, as it appears in the records of the tasks it runs."""
         self._runs: dict[str, Run] = {}
@@ -239,7 +255,10 @@ class TaskManager(TaskRuns):
             worker=self.worker,
             lease=now + self._lease_ms(),
         )
-        await self.store.create(rec)
+        try:
+            await self.store.create(rec, self.quota)
+        except QuotaExceeded as exc:
+            raise quota_error(exc.refusal) from None
         return rec
 
     def _lease_ms(self) -> int:
@@ -293,7 +312,7 @@ class TaskManager(TaskRuns):
                 cur, **failed(err), worker=None, lease=None, cancel=False, updated=now
             )
 
-        after = await self.store.update(rec.id, change)
+        after = await self.store.update(rec.id, change)  # it shrinks: no quota to check
         if after is None:
             return rec
         if after.updated == now and after.status == "failed":
@@ -353,7 +372,10 @@ class TaskManager(TaskRuns):
                 updated=now,
             )
 
-        after = await self.store.update(task_id, change)
+        try:
+            after = await self.store.update(task_id, change, self.quota)
+        except QuotaExceeded as exc:
+            raise quota_error(exc.refusal) from None
         if after is not None and after.updated == now:
             self._notify(after)
             if claimed[0]:
@@ -378,9 +400,9 @@ class TaskManager(TaskRuns):
                 return None if cur.cancel else msgspec.structs.replace(cur, cancel=True)
             return msgspec.structs.replace(
                 cur,
+                **ENDED,
                 status="cancelled",
                 message="Cancelled at the client's request",
-                requests={},
                 worker=None,
                 lease=None,
                 updated=now,
@@ -511,6 +533,7 @@ __all__ = [
     "MAX_TASK_IDS",
     "new_task_id",
     "owner_key",
+    "quota_error",
     "resolve_store",
     "shaped",
     "STORE_ENV",
