@@ -22,7 +22,9 @@ from ..transports.http_util import (
     call,
     modern_headers,
     post,
+    raw_request,
     request_body,
+    status_of,
 )
 
 MiB = 1024 * 1024
@@ -103,3 +105,16 @@ def test_slow_uploads_hold_no_more_than_the_budget(srv: HttpServer) -> None:
             break
         time.sleep(0.1)
     assert again.status == 200, again.status
+
+
+@pytest.mark.parametrize("digits", [19, 40, 5000])
+def test_an_absurd_content_length_is_refused_unread(srv: HttpServer, digits: int) -> None:
+    """Refused by the HTTP parser (400) or as too large (413); never a 500."""
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{srv.port}\r\n"
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        f"Content-Length: {'9' * digits}\r\n\r\n{{}}"
+    ).encode()
+    assert status_of(raw_request(srv, head)) in (400, 413)
+    assert call(srv, 1, "tools/list").status == 200
+    assert "Traceback" not in srv.stderr

@@ -322,7 +322,11 @@ class HttpApp:
             await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
             return
         length = headers.get("content-length")
-        declared = int(length) if length is not None and length.isdigit() else None
+        if length is not None and length.isascii() and length.isdigit():
+            # More digits than any allowed size are too large, unread (int() refuses 4,301).
+            declared: int | None = int(length) if len(length) <= 18 else self.max_body_bytes + 1
+        else:
+            declared = None
         if declared is not None and declared > self.max_body_bytes:
             await self._too_large(send, extra)
             return
@@ -333,7 +337,7 @@ class HttpApp:
             await respond.error(send, 503, INTERNAL_ERROR, why, None, retry)
             return
         try:
-            await self._read_and_post(headers, principal, receive, send, extra, held)
+            await self._read_and_post(headers, principal, receive, send, extra)
         finally:
             self.bodies.release(held)
 
@@ -344,9 +348,8 @@ class HttpApp:
         receive: respond.Receive,
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
-        held: int,
     ) -> None:
-        """`_post` once ``held`` bytes of the body budget are reserved for this request."""
+        """`_post` once the body's bytes are reserved in the body budget."""
         try:
             data = await respond.read_body(receive, self.max_body_bytes, self.body_timeout)
         except respond.BodyTooLarge:
