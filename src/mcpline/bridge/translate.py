@@ -42,7 +42,7 @@ from ..errors import (
     MethodNotFound,
 )
 from ..jsonrpc import Notification, Response
-from ..protocol.capabilities import has_capability
+from ..protocol.capabilities import has_flag
 from ..protocol.meta import RequestMeta, validate_request_meta
 from ..protocol.state import MemoryNonceLedger, StateSealer
 from ..server.context import Context
@@ -246,7 +246,7 @@ class _ListenHost:
         return self._era.capabilities()
 
     def watchable(self, uri: str) -> bool:
-        return has_capability(self._era.legacy_capabilities(), "resources.subscribe")
+        return has_flag(self._era.legacy_capabilities(), "resources.subscribe")
 
     def finish_result(self, result: dict[str, Any]) -> dict[str, Any]:
         return modern_result(LISTEN, result, self._era.server_info())
@@ -550,7 +550,7 @@ class TranslateEra:
                         spawn(self._subscribe_one(up, uri, False))
 
     def _watchable(self, uri: str) -> bool:
-        return has_capability(self.legacy_capabilities(), "resources.subscribe")
+        return has_flag(self.legacy_capabilities(), "resources.subscribe")
 
     async def _subscribe_one(self, up: Upstream, uri: str, on: bool) -> None:
         with contextlib.suppress(ClientError, JsonRpcError):

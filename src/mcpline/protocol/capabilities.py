@@ -20,6 +20,19 @@ def has_capability(caps: dict[str, Any], path: str) -> bool:
     return True
 
 
+def has_flag(caps: dict[str, Any], path: str) -> bool:
+    """Whether a server's capabilities set ``path`` (dotted, e.g. ``"resources.subscribe"``):
+    every step but the last is an object, the last is ``true`` (or an object)."""
+    *steps, last = path.split(".")
+    node: Any = caps
+    for part in steps:
+        node = node.get(part) if type(node) is dict else None
+    if type(node) is not dict:
+        return False
+    value = node.get(last)
+    return value is True or type(value) is dict
+
+
 def require_capability(caps: dict[str, Any], path: str) -> None:
     """Raise -32021 unless ``path`` is declared; the error names it as a ClientCapabilities
     object."""
@@ -45,5 +58,6 @@ def accepts_tasks(caps: dict[str, Any]) -> bool:
 __all__ = [
     "accepts_tasks",
     "has_capability",
+    "has_flag",
     "require_capability",
 ]
