@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import time
 
 from .._version import version
 from .suggest import did_you_mean
@@ -47,12 +49,29 @@ def _check_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
         parser.error(f"unknown command {first!r}{hint}")
 
 
+def process_started() -> float:
+    """When this process started, on the `time.monotonic` clock (Linux: from ``/proc``); now
+    where that cannot be read or makes no sense (over a minute ago: a time namespace)."""
+    now = time.monotonic()
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return now
+    return now - age if 0.0 <= age <= 60.0 else now
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (this process's own when omitted: its ``--timeout`` then
+    counts from the process start, interpreter and imports included)."""
+    started = process_started() if argv is None else time.monotonic()
     items = sys.argv[1:] if argv is None else argv
     try:
         parser = build_parser()
         _check_command(parser, items)
         args = parser.parse_args(items)
+        args.started = started
         return int(args.func(args) or 0)
     except KeyboardInterrupt:  # Ctrl-C before a command handles it (while importing, say)
         command = next((a for a in items if not a.startswith("-")), "")

@@ -4,6 +4,8 @@ and the one-shot options (``--timeout`` as a deadline, ``--era``, ``--verbose``)
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .._version import version
@@ -53,10 +55,23 @@ def _http_transport(
         raise UsageError(str(exc)) from None
 
 
-def make_client(args: argparse.Namespace, run: Run, answers: Answers | None = None) -> Client:
-    """The client for the server the command line names, with the one-shot options: the
-    deadline is ``--timeout`` (server start and era probe included; kept by ``run`` when it
-    may prompt), shutdown graces 1 s; ``answers`` answers the server's input requests."""
+@contextlib.asynccontextmanager
+async def make_client(
+    args: argparse.Namespace, run: Run, answers: Answers | None = None
+) -> AsyncIterator[Client]:
+    """The client for the server the command line names, with the one-shot options
+    (``answers`` answers the server's input requests); closed on the way out within what
+    ``run``'s deadline leaves (`Run.shutdown_within`)."""
+    client = _new_client(args, run, answers)
+    try:
+        yield client
+    finally:
+        await client.aclose(run.shutdown_within())
+
+
+def _new_client(args: argparse.Namespace, run: Run, answers: Answers | None) -> Client:
+    """The client: requests time out after ``--timeout`` (``run`` keeps the deadline of
+    the whole command), shutdown graces 1 s."""
     from ..client import SocketServer, StdioServer
 
     chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
@@ -122,12 +137,10 @@ def _client(
 ) -> Client:
     from ..client import Client
 
-    own_deadline = args.command == "listen" or run.deadline is not None
     return Client(
         transport,
         timeout=args.timeout,
         max_timeout=max(600.0, args.timeout),
-        deadline=None if own_deadline else args.timeout,
         probe_timeout=min(5.0, args.timeout / 2),
         era=args.era,
         client_info={"name": "mcpline-cli", "version": version()},

@@ -21,11 +21,20 @@ from .output import clear_status, note, one_line
 EXIT_SIGNAL = 128
 """A command stopped by signal N exits 128 + N (130 for Ctrl-C)."""
 
+SHUTDOWN_OVERRUN = 0.25
+"""Seconds the server is given to stop once ``--timeout`` has passed (or is closer than
+that): half of it after the end of its input, half after SIGTERM, then SIGKILL."""
+
 
 class Run:
     """One command's run: what it is doing (for the line a Ctrl-C prints), what the server
     logs, and why it stopped early: a signal, a failure found by a callback (an input that
-    cannot be given), or the deadline."""
+    cannot be given), or the deadline.
+
+    ``--timeout`` is the deadline of the whole command but ``listen``: counted from the
+    start of the process (``args.started``), server start, era probe and requests included,
+    and the server's shutdown bounded by what is left of it (at least `SHUTDOWN_OVERRUN`).
+    """
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -101,10 +110,27 @@ class Run:
         self.stop(sig=sig)
 
     def keep_deadline(self) -> None:
-        """Keep ``--timeout`` here rather than in the client, with its clock stopped while
-        the user is asked (`Deadline.paused`); call it before making the client."""
-        self.deadline = Deadline(self.args.timeout, self)
-        self.deadline.start(asyncio.get_running_loop())
+        """The user may be asked: the deadline's clock stops meanwhile (`Deadline.paused`)
+        and its message says so."""
+        if self.deadline is not None:
+            self.deadline.prompts = True
+
+    def _start_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
+        timeout = getattr(self.args, "timeout", None)
+        if self.args.command == "listen" or timeout is None:
+            return
+        self.deadline = Deadline(timeout, self)
+        self.deadline.start(loop, getattr(self.args, "started", None))
+
+    def shutdown_within(self) -> float | None:
+        """The seconds the server's shutdown may take: what is left of the deadline, at
+        least `SHUTDOWN_OVERRUN` (None: no deadline). The deadline stops here: the work is
+        over, and this bounds the rest."""
+        deadline = self.deadline
+        if deadline is None:
+            return None
+        deadline.cancel()
+        return max(deadline.left(), SHUTDOWN_OVERRUN)
 
     def cancelled_line(self) -> str:
         """``cancelled: tools/call add (the server was told)``, or as much as is known."""
@@ -123,6 +149,7 @@ class Run:
         """Run ``op``; SIGINT/SIGTERM and `stop` end it with what it was doing."""
         self._task = asyncio.current_task()
         loop = asyncio.get_running_loop()
+        self._start_deadline(loop)
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal, sig)
@@ -161,20 +188,26 @@ def _parse(line: bytes) -> dict[str, Any]:
 
 
 class Deadline:
-    """``--timeout`` for a command that may prompt: it ends the run when the time passes, but
-    the time spent waiting for the user (`paused`) is not counted."""
+    """``--timeout``: it ends the run when the time passes; the time spent waiting for the
+    user (`paused`) is not counted."""
 
     def __init__(self, seconds: float, run: Run) -> None:
         self.seconds = seconds
         self.run = run
+        self.prompts = False
+        """Whether the user may be asked (the message then says that time is not counted)."""
         self._left = seconds
         self._since = 0.0
         self._depth = 0
+        self._over = False
         self._handle: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def start(self, loop: asyncio.AbstractEventLoop, since: float | None = None) -> None:
+        """Start the clock, as if at ``since`` (loop time) when given."""
         self._loop = loop
+        if since is not None:
+            self._left -= max(0.0, loop.time() - since)
         self._arm()
 
     def _arm(self) -> None:
@@ -182,21 +215,37 @@ class Deadline:
         self._since = self._loop.time()
         self._handle = self._loop.call_later(max(0.0, self._left), self._expire)
 
+    def left(self) -> float:
+        """Seconds left (zero or less once passed)."""
+        if self._loop is None or self._handle is None:
+            return self._left
+        return self._left - (self._loop.time() - self._since)
+
     def _expire(self) -> None:
         from ..client import RequestTimeout
 
-        what = f"{self.run.method} {self.run.target}".strip() if self.run.method else "mcpline"
-        self.run.stop(
+        self._handle = None
+        self._left = 0.0
+        self._over = True
+        run = self.run
+        what = f"{run.method} {run.target}".strip() if run.method else f"mcpline {run.args.command}"
+        note = " (time spent answering prompts not counted)" if self.prompts else ""
+        run.stop(
             failure=RequestTimeout(
-                f"{what} timed out: the deadline of {self.seconds:g}s passed "
-                "(time spent answering prompts not counted)"
+                f"{what} timed out: the deadline of {self.seconds:g}s passed{note}"
             )
         )
 
     def cancel(self) -> None:
-        if self._handle is not None:
+        """Stop the clock for good (`left` keeps what was left)."""
+        self._stop()
+        self._over = True
+
+    def _stop(self) -> None:
+        if self._handle is not None and self._loop is not None:
             self._handle.cancel()
             self._handle = None
+            self._left -= self._loop.time() - self._since
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -204,15 +253,14 @@ class Deadline:
         if self._loop is None:
             yield
             return
-        if self._depth == 0 and self._handle is not None:
-            self.cancel()
-            self._left -= self._loop.time() - self._since
+        if self._depth == 0:
+            self._stop()
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
-            if self._depth == 0 and self._handle is None and self._loop is not None:
+            if self._depth == 0 and not self._over:
                 self._arm()
 
 

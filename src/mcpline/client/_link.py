@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.client")
 
+CANCELLED_START_GRACE = 0.25
+"""Seconds a server whose start was cancelled (its caller gave up) is given to stop: half
+after the end of its input, half after SIGTERM, then SIGKILL."""
+
 
 @dataclass
 class Link:
@@ -145,6 +149,9 @@ class Links:
         self._opening = channel
         try:
             description = await self._handshake(session)
+        except asyncio.CancelledError:
+            await channel.aclose(CANCELLED_START_GRACE)
+            raise
         except BaseException:
             await channel.aclose()
             raise

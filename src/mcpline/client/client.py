@@ -239,8 +239,11 @@ class Client(Links):
         link = self._link
         return getattr(link.channel, "pid", None) if link is not None else None
 
-    async def aclose(self) -> None:
-        """Close listens, then shut the server down per the binding (or close the socket)."""
+    async def aclose(self, within: float | None = None) -> None:
+        """Close listens, then shut the server down per the binding (or close the socket).
+
+        ``within`` (seconds) shortens the transport's graces to fit (a caller whose deadline
+        has passed gives little): a process server still running then is killed."""
         if self._closed:
             return
         self._closed = True
@@ -250,9 +253,9 @@ class Client(Links):
         self._link = None
         opening = self._opening
         if opening is not None:  # a start in progress: stop it (its request sees ClientClosed)
-            await opening.aclose()
+            await opening.aclose(within)
         if link is not None:
-            await link.channel.aclose()
+            await link.channel.aclose(within)
             self.returncode = getattr(link.channel, "returncode", None)
 
     # --- requests -------------------------------------------------------------------------

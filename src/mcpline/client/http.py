@@ -308,8 +308,9 @@ class HttpChannel:
         if self._sends:
             await asyncio.gather(*list(self._sends), return_exceptions=True)
 
-    async def aclose(self) -> None:
-        """Close every stream, end a legacy session (DELETE), and close the connections."""
+    async def aclose(self, within: float | None = None) -> None:
+        """Close every stream, end a legacy session (DELETE, given at most ``within`` seconds
+        when set), and close the connections."""
         if self._closed:
             return
         self._closed = True
@@ -319,7 +320,10 @@ class HttpChannel:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.session_id is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._delete(), self.server.close_grace)
+                grace = self.server.close_grace
+                await asyncio.wait_for(
+                    self._delete(), grace if within is None else min(grace, within)
+                )
         await self._http.aclose()
         if self._long is not None:
             await self._long.aclose()

@@ -84,8 +84,9 @@ class MemoryChannel:
         await self._stack.aclose()
         self.loop.call_soon(self.session.eof, f"{self.label} closed the connection")
 
-    async def aclose(self) -> None:
-        """End of input for the server: it finishes in-flight work within its grace period."""
+    async def aclose(self, within: float | None = None) -> None:
+        """End of input for the server: it finishes in-flight work within its grace period
+        (its own: ``within`` does not shorten it)."""
         if self._closed or self._conn is None or self._watch is None:
             return
         self._closed = True

@@ -444,8 +444,11 @@ class ProcessChannel:
             return False
         return True
 
-    async def aclose(self) -> None:
+    async def aclose(self, within: float | None = None) -> None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL; then clear the rest of the tree.
+
+        ``within`` (seconds) cuts each wait to half of it (a deadline has passed, say): a
+        server that has not exited by then is killed.
 
         The server's descendants are listed first (`ProcessTree.descendants`: Linux ``/proc``,
         else psutil), so that those that left its process group (``setsid``) are ended too,
@@ -461,20 +464,24 @@ class ProcessChannel:
         tree = self.tree
         if transport is None or tree is None:
             return
+        close_grace, term_grace = self.close_grace, self.term_grace
+        if within is not None:
+            close_grace = min(close_grace, within / 2)
+            term_grace = min(term_grace, within / 2)
         try:
             strays = await self.loop.run_in_executor(None, tree.descendants)
             stdin = transport.get_pipe_transport(0)
             if stdin is not None:
                 stdin.close()
-            if not await self._wait_exit(self.close_grace):
+            if not await self._wait_exit(close_grace):
                 log.info("%s did not exit after stdin closed; sending SIGTERM", self.label)
                 tree.terminate()
-                if not await self._wait_exit(self.term_grace):
+                if not await self._wait_exit(term_grace):
                     log.warning("%s ignored SIGTERM; sending SIGKILL", self.label)
                     tree.kill()
                     await self._wait_exit(5.0)
-            await self._clear_group(tree)
-            await self._clear_strays(tree, strays)
+            await self._clear_group(tree, term_grace)
+            await self._clear_strays(tree, strays, term_grace)
         finally:
             if self._settle is not None:
                 self._settle.cancel()
@@ -486,24 +493,26 @@ class ProcessChannel:
             if _platform.HOST_WATCHDOG:
                 await self.loop.run_in_executor(None, _Watchdog.unregister, self.pgid)
 
-    async def _clear_group(self, tree: _platform.ProcessTree) -> None:
+    async def _clear_group(self, tree: _platform.ProcessTree, grace: float) -> None:
         """Processes the server started (a wrapper's children) must not outlive it."""
         if not tree.alive():
             return
         tree.terminate()
-        deadline = time.monotonic() + self.term_grace
+        deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             if not tree.alive():
                 return
         tree.kill()
 
-    async def _clear_strays(self, tree: _platform.ProcessTree, strays: dict[int, float]) -> None:
+    async def _clear_strays(
+        self, tree: _platform.ProcessTree, strays: dict[int, float], grace: float
+    ) -> None:
         """SIGTERM, then SIGKILL, the listed descendants still running outside the group."""
         live = tree.end_strays(strays, force=False)
         if live:
             log.info("%s left %d process(es) outside its group; ending them", self.label, len(live))
-        deadline = time.monotonic() + self.term_grace
+        deadline = time.monotonic() + grace
         while live and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             live = {pid: start for pid, start in live.items() if tree.stray_running(pid, start)}

@@ -70,7 +70,8 @@ class Channel(Protocol):
 
     async def drain(self) -> None: ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self, within: float | None = None) -> None:
+        """Close; ``within`` (seconds) bounds the graces given to the server."""
 
 
 class Session(Deadlines):

@@ -153,8 +153,9 @@ class SocketChannel:
         if p is not None and not p.can_write.is_set():
             await p.can_write.wait()
 
-    async def aclose(self) -> None:
-        """Half-close (the socket's "close stdin"), wait for the server to finish, close."""
+    async def aclose(self, within: float | None = None) -> None:
+        """Half-close (the socket's "close stdin"), wait for the server to finish (at most
+        ``within`` seconds when given), close."""
         if self.closing or self.transport is None or self.protocol is None:
             return
         self.closing = True
@@ -163,7 +164,8 @@ class SocketChannel:
             with contextlib.suppress(OSError):
                 t.write_eof()
         try:
-            await asyncio.wait_for(asyncio.shield(self.protocol.closed), self.close_grace)
+            grace = self.close_grace if within is None else min(self.close_grace, within)
+            await asyncio.wait_for(asyncio.shield(self.protocol.closed), grace)
         except asyncio.TimeoutError:
             t.abort()
         finally:
