@@ -23,7 +23,7 @@ Q = TaskQuota(
 
 def test_defaults_bound_a_flood_well_under_300_mib() -> None:
     q = TaskQuota()
-    assert q.bytes <= 64 * MIB and q.anonymous_bytes <= 32 * MIB and q.total_bytes <= 256 * MIB
+    assert q.bytes <= 64 * MIB and q.anonymous_bytes <= 32 * MIB and q.total_bytes <= 128 * MIB
     assert q.anonymous_tasks < q.tasks < q.total_tasks
     assert q.anonymous_bytes < q.bytes < q.total_bytes
 

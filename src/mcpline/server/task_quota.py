@@ -100,7 +100,7 @@ class TaskQuota:
     anonymous_tasks: int = 128
     anonymous_bytes: int = 32 * MIB
     total_tasks: int = 4096
-    total_bytes: int = 256 * MIB
+    total_bytes: int = 128 * MIB
 
     def __post_init__(self) -> None:
         for f in fields(self):
