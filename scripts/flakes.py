@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+assert sys.platform != "win32", "scripts/flakes.py needs POSIX (load average, non-blocking pipes)"
+
 ROOT = Path(__file__).resolve().parent.parent
 NOT_RUN = (2, 3, 4, 5)
 """pytest's exit codes for an interrupted run, an internal error, a usage error and a

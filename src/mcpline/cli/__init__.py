@@ -53,6 +53,8 @@ def process_started() -> float:
     """When this process started, on the `time.monotonic` clock (Linux: from ``/proc``); now
     where that cannot be read or makes no sense (over a minute ago: a time namespace)."""
     now = time.monotonic()
+    if sys.platform != "linux":
+        return now
     try:
         with open("/proc/self/stat", "rb") as f:
             ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
