@@ -11,27 +11,18 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from mcpline.client import Client
 
 from ..transports.test_sockets import Listening, _token
+from ..transports.test_sockets import token_dir  # noqa: F401  (the autouse fixture, shared)
 
 pytestmark = pytest.mark.posix_only(reason="/proc fd counts and socket listeners")
 
 HOGS = 100
 """More than the default connection limit (64) and far more than the gate's allowance (16)."""
-
-
-@pytest.fixture(autouse=True)
-def token_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    monkeypatch.delenv("MCPLINE_TOKEN", raising=False)
-    return runtime / "mcpline"
 
 
 class Hogs:
