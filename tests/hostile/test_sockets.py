@@ -16,8 +16,11 @@ import pytest
 
 from mcpline.client import Client
 
-from ..transports.test_sockets import Listening, _token
-from ..transports.test_sockets import token_dir  # noqa: F401  (the autouse fixture, shared)
+from ..transports.test_sockets import (
+    Listening,
+    _token,
+    token_dir,  # noqa: F401  (the autouse fixture, shared)
+)
 
 pytestmark = pytest.mark.posix_only(reason="/proc fd counts and socket listeners")
 
