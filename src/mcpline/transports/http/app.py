@@ -23,8 +23,8 @@ from ...jsonrpc import Invalid, Notification, Request, Response
 from ...protocol.meta import has_modern_meta
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from ...wire import encode
-from . import legacy, modern, respond
-from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, accepts, is_json, is_modern_version
+from . import admission, legacy, modern, respond
+from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, challenge, verify
 from .security import check_metadata as _check_metadata
@@ -38,6 +38,8 @@ log = logging.getLogger("mcpline.server")
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """The default body limit (or the server's ``max_line_bytes``, when smaller)."""
+DEFAULT_BODY_BUDGET = 64 * 1024 * 1024
+"""The default bytes of request bodies held at once (or ``max_body_bytes``, when larger)."""
 ALLOW = b"GET, POST, DELETE"
 CORS_ALLOW_HEADERS = (
     b"content-type, accept, authorization, last-event-id, mcp-protocol-version, "
@@ -56,10 +58,13 @@ class HttpApp:
     and handlers see the principal as ``ctx.principal``; ``resource_metadata`` is the RFC
     9728 document served at ``/.well-known/oauth-protected-resource`` (and with the
     endpoint's path appended), named in every 401. Limits: ``max_body_bytes`` (413),
-    ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body (408),
-    ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of silence on
-    an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB, or the
-    server's ``max_line_bytes`` when smaller. Legacy sessions: at most ``max_sessions`` (the
+    ``max_body_budget`` bytes of bodies held at once across every request (503 with
+    ``Retry-After``, decided from ``Content-Length`` before reading, and while reading a
+    chunked body), ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body
+    (408), ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of
+    silence on an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB,
+    or the server's ``max_line_bytes`` when smaller; ``max_body_budget`` to 64 MiB, or
+    ``max_body_bytes`` when larger. Legacy sessions: at most ``max_sessions`` (the
     least recently used idle one makes room), closed after ``session_idle_timeout`` idle
     seconds; each of their streams keeps ``replay_bytes`` for resumption, and tells the
     client to wait ``retry_ms`` before reconnecting.
@@ -75,6 +80,7 @@ class HttpApp:
         verify_token: TokenVerifier | None = None,
         resource_metadata: dict[str, Any] | None = None,
         max_body_bytes: int | None = None,
+        max_body_budget: int | None = None,
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
@@ -107,6 +113,10 @@ class HttpApp:
             None if resource_metadata is None else _check_metadata(resource_metadata)
         )
         self.max_body_bytes = max_body_bytes
+        self.bodies = admission.BodyBudget(
+            max(DEFAULT_BODY_BUDGET, max_body_bytes) if max_body_budget is None else max_body_budget
+        )
+        """Bytes of request bodies held at once, across every request (``max_body_budget``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
         self.max_requests = max_requests
@@ -242,9 +252,9 @@ class HttpApp:
             await respond.body(send, b"Not Found")
             return
         headers = Headers(scope.get("headers", ()))
-        if headers.size > self.max_header_bytes:
-            why = f"Request Header Fields Too Large: over {self.max_header_bytes} bytes"
-            await respond.error(send, 431, INVALID_REQUEST, why)
+        refusal = admission.header_size(headers.size, self.max_header_bytes)
+        if refusal is not None:
+            await refuse(send, refusal)
             return
         bound = _bound(scope)
         origin = headers.get("origin")
@@ -305,30 +315,49 @@ class HttpApp:
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
     ) -> None:
-        if not is_json(headers.get("content-type")):
-            why = "Unsupported Media Type: the body must be Content-Type: application/json"
-            await respond.error(send, 415, INVALID_REQUEST, why, None, extra)
-            return
-        accept = headers.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
-            why = "Not Acceptable: Accept must list application/json and text/event-stream"
-            await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
-            return
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            await self._too_large(send, extra)
-            return
+        length = admission.declared_length(headers.get("content-length"))
+        hold = self.bodies.hold()
         try:
-            data = await respond.read_body(receive, self.max_body_bytes, self.body_timeout)
-        except respond.BodyTooLarge:
-            await self._too_large(send, extra)
-            return
-        except respond.BodyTimeout:
+            refusal = (
+                admission.content_type(headers.get("content-type"))
+                or admission.accept(headers.get("accept"))
+                or admission.body_size(length or 0, self.max_body_bytes)
+                or hold.grow(length or 0)
+            )
+            if refusal is not None:
+                await refuse(send, refusal, extra)
+                return
+            try:
+                data = await respond.read_body(
+                    receive, self.max_body_bytes, self.body_timeout, hold
+                )
+            except respond.Disconnected:
+                return
+            except (respond.BodyTooLarge, respond.OverBudget, respond.BodyTimeout) as exc:
+                await refuse(send, self._unread(exc), extra)
+                return
+            await self._answer(data, headers, principal, receive, send, extra)
+        finally:
+            hold.release()
+
+    def _unread(self, exc: Exception) -> admission.Refusal:
+        """The answer to a body that could not be read whole."""
+        if isinstance(exc, respond.OverBudget):
+            return exc.refusal
+        if isinstance(exc, respond.BodyTimeout):
             why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
-            await respond.error(send, 408, INVALID_REQUEST, why, None, extra)
-            return
-        except respond.Disconnected:
-            return
+            return admission.Refusal(408, why, close=True)
+        return admission.too_large(self.max_body_bytes)
+
+    async def _answer(
+        self,
+        data: bytes,
+        headers: Headers,
+        principal: Any,
+        receive: respond.Receive,
+        send: respond.Send,
+        extra: list[tuple[bytes, bytes]],
+    ) -> None:
         message = jsonrpc.parse(data)
         if isinstance(message, Invalid):
             owed = message.reply or jsonrpc.error_response(None, INVALID_REQUEST, message.reason)
@@ -390,10 +419,6 @@ class HttpApp:
 
     # --- small answers ---------------------------------------------------------------------
 
-    async def _too_large(self, send: respond.Send, extra: list[tuple[bytes, bytes]]) -> None:
-        why = f"Payload Too Large: the body exceeds {self.max_body_bytes} bytes"
-        await respond.error(send, 413, INVALID_REQUEST, why, None, extra)
-
     async def _not_allowed(
         self, send: respond.Send, extra: list[tuple[bytes, bytes]], allow: bytes = b""
     ) -> None:
@@ -426,6 +451,14 @@ class HttpApp:
         await respond.json(send, 200, data, [(b"access-control-allow-origin", b"*")])
 
 
+async def refuse(
+    send: respond.Send, refusal: admission.Refusal, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer a request the admission ladder refused."""
+    headers = [*refusal.response_headers(), *extra]
+    await respond.error(send, refusal.status, refusal.code, refusal.message, None, headers)
+
+
 def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:
     server = scope.get("server")
     if not server or server[1] is None:
@@ -449,6 +482,8 @@ __all__ = [
     "ALLOW",
     "CORS_ALLOW_HEADERS",
     "CORS_EXPOSE",
+    "DEFAULT_BODY_BUDGET",
     "DEFAULT_MAX_BODY_BYTES",
     "HttpApp",
+    "refuse",
 ]
