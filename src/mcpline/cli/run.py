@@ -11,6 +11,9 @@ from typing import Any
 from ..server.loading import load_server, load_worker_app
 
 SOCKET_OPTIONS = ("token_file", "no_auth", "max_connections", "idle_timeout", "max_line_bytes")
+HTTP_OPTIONS = ("header_timeout", "max_body_budget")
+SHARED_OPTIONS = ("max_connections", "idle_timeout")
+"""Options of both the socket listeners and --http."""
 
 
 def register(sub: Any) -> None:
@@ -57,6 +60,20 @@ def register(sub: Any) -> None:
         metavar="HOST",
         help="--http: a Host header name to accept besides loopback names (repeatable)",
     )
+    h.add_argument(
+        "--header-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="--http: a request's headers must arrive whole within this time, else 408 and "
+        "close; also closes connections that send nothing (default 10)",
+    )
+    h.add_argument(
+        "--max-body-budget",
+        type=int,
+        metavar="BYTES",
+        help="--http: request body bytes held at once across all requests; over it, 503 "
+        "with Retry-After (default 64 MiB)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -72,13 +89,15 @@ def register(sub: Any) -> None:
         "--max-connections",
         type=int,
         metavar="N",
-        help="connections open at once; more are closed at once (default 64)",
+        help="connections open at once; more are closed at once (default 64; --http: 503 "
+        "and close, default 1024 or the open-file limit less 64)",
     )
     g.add_argument(
         "--idle-timeout",
         type=float,
         metavar="SECONDS",
-        help="close a connection idle this long, 0 for never (default 300)",
+        help="close a connection idle this long, 0 for never (default 300; --http: between "
+        "requests, default 5, never 0)",
     )
     g.add_argument(
         "--max-line-bytes",
@@ -133,6 +152,13 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
         options["allowed_origins"] = list(args.allow_origin)
     if args.allow_host:
         options["allowed_hosts"] = list(args.allow_host)
+    for name in (*SHARED_OPTIONS, *HTTP_OPTIONS):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        if not value > 0:
+            _usage(f"--{name.replace('_', '-')} must be positive")
+        options[name] = value
     return options
 
 
@@ -174,7 +200,11 @@ def run_http(args: argparse.Namespace) -> int:
 
     if args.listen != "stdio":
         _usage("--http and --listen exclude each other")
-    wrong = [n for n in SOCKET_OPTIONS if getattr(args, n) not in (None, False)]
+    wrong = [
+        n
+        for n in SOCKET_OPTIONS
+        if n not in SHARED_OPTIONS and getattr(args, n) not in (None, False)
+    ]
     if wrong:
         _usage(", ".join("--" + n.replace("_", "-") for n in wrong) + ": not for --http")
     workers = 1 if args.workers is None else args.workers
@@ -210,8 +240,12 @@ def run_http(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.http is not None:
         return run_http(args)
-    if args.workers is not None or args.allow_origin or args.allow_host:
-        _usage("--workers, --allow-origin and --allow-host are for --http")
+    http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
+    if args.workers is not None or args.allow_origin or args.allow_host or http_only:
+        _usage(
+            "--workers, --allow-origin, --allow-host, --header-timeout and --max-body-budget "
+            "are for --http"
+        )
     options = socket_options(args)
     url = bus_url(args)
     if args.listen == "stdio":

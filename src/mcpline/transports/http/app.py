@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -113,9 +114,14 @@ class HttpApp:
             None if resource_metadata is None else _check_metadata(resource_metadata)
         )
         self.max_body_bytes = max_body_bytes
-        self.bodies = admission.BodyBudget(
-            max(DEFAULT_BODY_BUDGET, max_body_bytes) if max_body_budget is None else max_body_budget
-        )
+        if max_body_budget is None:
+            max_body_budget = max(DEFAULT_BODY_BUDGET, max_body_bytes)
+        elif max_body_budget < max_body_bytes:
+            raise ValueError(
+                f"max_body_budget ({max_body_budget}) must be at least max_body_bytes "
+                f"({max_body_bytes}): a body that large could never be read"
+            )
+        self.bodies = admission.BodyBudget(max_body_budget)
         """Bytes of request bodies held at once, across every request (``max_body_budget``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
@@ -303,8 +309,16 @@ class HttpApp:
         assert self.verify_token is not None
         try:
             return await verify(self.verify_token, token)
-        except Exception:
-            log.exception("verify_token raised; the request is refused")
+        except Exception as exc:
+            # The exception's message and chain may hold the presented token: log where it
+            # was raised, never what it says.
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error(
+                "verify_token raised %s (its message is not logged: it may hold the presented "
+                "token); the request is refused. Raised at:\n%s",
+                type(exc).__name__,
+                frames.rstrip(),
+            )
             return None
 
     async def _post(

@@ -245,6 +245,21 @@ def is_json(content_type: str | None) -> bool:
     return len(types) == 1 and types[0] == "application/json"
 
 
+MAX_EVENT_ID_DIGITS = 18
+"""The most digits of each number of a ``Last-Event-ID`` this server reads (its own ids are
+``STREAM.SEQ``, two counters that stay far below)."""
+
+
+def split_event_id(value: str) -> tuple[int, int] | None:
+    """A ``Last-Event-ID`` of the form ``STREAM.SEQ`` as its two numbers; None for any other
+    value, including numbers of more than `MAX_EVENT_ID_DIGITS` digits."""
+    number, _, seq = value.strip(_OWS).partition(".")
+    for part in (number, seq):
+        if not (part.isascii() and part.isdigit() and len(part) <= MAX_EVENT_ID_DIGITS):
+            return None
+    return int(number), int(seq)
+
+
 def status_for(code: int) -> int:
     """The HTTP status of a 2026-07-28 reply with JSON-RPC error ``code``: 404 for an unknown
     method, 400 for a malformed, mismatched or unsupported request, 200 otherwise."""
@@ -261,6 +276,7 @@ __all__ = [
     "is_json",
     "is_modern_version",
     "LAST_EVENT_ID",
+    "MAX_EVENT_ID_DIGITS",
     "media_types",
     "METHOD",
     "mirror_problem",
@@ -272,6 +288,7 @@ __all__ = [
     "SENTINEL_PREFIX",
     "SENTINEL_SUFFIX",
     "SESSION_ID",
+    "split_event_id",
     "status_for",
     "value_at",
     "value_matches",

@@ -30,7 +30,7 @@ from ...server.outbound import Kind
 from ...spec import CANCELLED, INITIALIZE, INTERNAL_ERROR, INVALID_REQUEST, LEGACY_SSE_PRIMING_FROM
 from ...wire import encode
 from . import respond, sse
-from .headers import LAST_EVENT_ID, SESSION_ID, Headers, accepts
+from .headers import LAST_EVENT_ID, SESSION_ID, Headers, accepts, split_event_id
 from .modern import HttpBinding, run_hooks
 
 if TYPE_CHECKING:
@@ -467,17 +467,13 @@ async def get(
     if last is None:
         stream, after = session.standalone, session.standalone.seq
     else:
-        number, _, seq = last.strip().partition(".")
-        found = (
-            session.stream(int(number))
-            if number.isascii() and number.isdigit() and seq.isascii() and seq.isdigit()
-            else None
-        )
-        if found is None:
+        parsed = split_event_id(last)
+        found = None if parsed is None else session.stream(parsed[0])
+        if parsed is None or found is None:
             why = f"Bad Request: Last-Event-ID {last[:40]!r} names no stream kept by this session"
             await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
             return
-        stream, after = found, int(seq)
+        stream, after = found, parsed[1]
     if stream.outbox is not None:
         await respond.error(
             send, 409, INVALID_REQUEST, "Conflict: this stream is already being read", None, extra
