@@ -1,12 +1,20 @@
-"""The rungs of the HTTP admission ladder, as pure functions, and the body budget."""
+"""The rungs of the HTTP admission ladder, as pure functions, and the body budget: alone,
+then in the app called in process (declared and chunked bodies over the budget)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from typing import Any
+
 import pytest
 
+from mcpline import Server
 from mcpline.spec import INTERNAL_ERROR, INVALID_REQUEST
-from mcpline.transports.http import admission
+from mcpline.transports.http import HttpApp, admission
 from mcpline.transports.http.admission import BodyBudget, Refusal
+
+from ..proc import MODERN, meta
 
 
 def test_header_size_refuses_over_the_limit_only() -> None:
@@ -100,3 +108,140 @@ def test_holds_grow_until_the_budget_and_release_everything() -> None:
 def test_a_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_body_budget"):
         BodyBudget(0)
+
+
+# --- the budget in the app, called in process ---------------------------------------------
+
+
+def _app(**options: Any) -> HttpApp:
+    server = Server("budget")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Return ``text``."""
+        return text
+
+    return server.http_app(**options)
+
+
+def _call(text: str) -> bytes:
+    params = {"name": "echo", "arguments": {"text": text}, "_meta": meta()}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    return json.dumps(body).encode()
+
+
+class Upload:
+    """One POST whose body the test hands over chunk by chunk."""
+
+    def __init__(self, app: HttpApp, length: int | None = None) -> None:
+        self.messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.read = 0
+        """Chunks the app has taken."""
+        self.status = 0
+        self.headers: dict[bytes, bytes] = {}
+        self.body = b""
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "host": "127.0.0.1:8000",
+            "mcp-protocol-version": MODERN,
+            "mcp-method": "tools/call",
+            "mcp-name": "echo",
+        }
+        if length is not None:
+            headers["content-length"] = str(length)
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "path": "/mcp",
+            "root_path": "",
+            "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 5555),
+        }
+        self.task = asyncio.ensure_future(app(scope, self.receive, self.send))
+
+    async def receive(self) -> dict[str, Any]:
+        message = await self.messages.get()
+        self.read += 1
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            self.headers = dict(message.get("headers", []))
+        else:
+            self.body += message.get("body", b"")
+
+    async def give(self, chunk: bytes, more: bool = True) -> None:
+        await self.put({"type": "http.request", "body": chunk, "more_body": more})
+
+    async def leave(self) -> None:
+        await self.put({"type": "http.disconnect"})
+
+    async def put(self, message: dict[str, Any]) -> None:
+        await self.messages.put(message)
+        for _ in range(20):
+            await asyncio.sleep(0)
+
+
+def test_a_declared_length_over_the_budget_is_refused_before_reading() -> None:
+    async def go() -> None:
+        body = _call("a" * 700)
+        app = _app(max_body_bytes=len(body), max_body_budget=len(body) * 3 // 2)
+        first = Upload(app, len(body))
+        await asyncio.sleep(0.01)
+        assert app.bodies.held == len(body)  # held from Content-Length, before any byte
+        second = Upload(app, len(body))
+        await asyncio.wait_for(second.task, 5)
+        assert second.status == 503 and second.read == 0
+        assert second.headers[b"retry-after"] == b"1"
+        assert second.headers[b"connection"] == b"close"
+        assert json.loads(second.body)["error"]["code"] == INTERNAL_ERROR
+        await first.give(body, more=False)
+        await asyncio.wait_for(first.task, 5)
+        assert first.status == 200
+        assert app.bodies.held == 0
+        await app.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_chunked_body_is_refused_once_it_would_pass_the_budget() -> None:
+    async def go() -> None:
+        body = _call("b" * 700)
+        size = len(body)
+        app = _app(max_body_bytes=size, max_body_budget=size * 3 // 2)
+        first, second = Upload(app), Upload(app)
+        await first.give(body[: size - 100])
+        assert app.bodies.held == size - 100
+        await second.give(body[:300])
+        assert app.bodies.held == size + 200
+        await second.give(body[300 : size - 100])  # over the budget: refused while streaming
+        await asyncio.wait_for(second.task, 5)
+        assert second.status == 503 and second.headers[b"connection"] == b"close"
+        assert app.bodies.held == size - 100  # the refused body holds nothing any more
+        await first.give(body[size - 100 :], more=False)
+        await asyncio.wait_for(first.task, 5)
+        assert first.status == 200
+        assert app.bodies.held == 0
+        await app.shutdown()
+
+    asyncio.run(go())
+
+
+def test_a_body_that_leaves_releases_what_it_held() -> None:
+    async def go() -> None:
+        app = _app(max_body_bytes=1000)
+        upload = Upload(app, 900)
+        await upload.give(b"{" * 300)
+        assert app.bodies.held == 900
+        await upload.leave()
+        await asyncio.wait_for(upload.task, 5)
+        assert upload.status == 0  # nobody to answer
+        assert app.bodies.held == 0
+        await app.shutdown()
+
+    asyncio.run(go())
