@@ -13,6 +13,7 @@ from mcpline import Server
 from mcpline.spec import INTERNAL_ERROR, INVALID_REQUEST
 from mcpline.transports.http import HttpApp, admission
 from mcpline.transports.http.admission import BodyBudget, Refusal
+from mcpline.transports.http.security import Gatekeeper
 
 from ..proc import MODERN, meta
 
@@ -23,6 +24,52 @@ def test_header_size_refuses_over_the_limit_only() -> None:
     assert refusal is not None
     assert (refusal.status, refusal.code) == (431, INVALID_REQUEST)
     assert "100 bytes" in refusal.message
+
+
+LOOPBACK = ("127.0.0.1", 8000)
+
+
+def test_origin_is_checked_only_when_sent() -> None:
+    gate = Gatekeeper(["https://app.example"])
+    assert admission.origin(gate, None, LOOPBACK) is None
+    assert admission.origin(gate, "https://app.example", LOOPBACK) is None
+    assert admission.origin(gate, "http://127.0.0.1:8000", LOOPBACK) is None  # its own
+    refusal = admission.origin(gate, "https://evil.example" + "x" * 200, LOOPBACK)
+    assert refusal is not None and refusal.status == 403
+    assert len(refusal.message) < 160  # the echoed value is cut
+
+
+def test_host_on_a_loopback_bind_must_be_a_loopback_name() -> None:
+    gate = Gatekeeper((), ["mcp.example"])
+    assert admission.host(gate, "localhost:8000", LOOPBACK) is None
+    assert admission.host(gate, "mcp.example", LOOPBACK) is None
+    refusal = admission.host(gate, "rebound.example", LOOPBACK)
+    assert refusal is not None and refusal.status == 421
+    refusal = admission.host(gate, None, LOOPBACK)
+    assert refusal is not None and refusal.status == 421
+
+
+def test_method_405_names_what_the_endpoint_takes() -> None:
+    assert admission.method("DELETE", b"POST") is None
+    refusal = admission.method("PUT", b"POST")
+    assert refusal is not None and refusal.status == 405
+    assert dict(refusal.headers)[b"allow"] == b"POST"
+    legacy = admission.not_allowed(b"GET, POST, DELETE")
+    assert "Mcp-Session-Id" in legacy.message
+
+
+def test_unauthorized_challenges_with_the_metadata() -> None:
+    metadata = {"resource": "https://mcp.example/mcp", "authorization_servers": ["https://a"]}
+    assert admission.unauthorized("t", "alice", metadata) is None
+    missing = admission.unauthorized(None, None, metadata)
+    assert missing is not None and missing.status == 401
+    www = dict(missing.headers)[b"www-authenticate"]
+    assert www.startswith(b"Bearer ") and b"resource_metadata=" in www
+    assert b"invalid_token" not in www
+    refused = admission.unauthorized("s3cr3t-token", None, None)
+    assert refused is not None
+    assert dict(refused.headers)[b"www-authenticate"] == b'Bearer error="invalid_token"'
+    assert "s3cr3t" not in refused.message  # a presented credential is never echoed
 
 
 @pytest.mark.parametrize(

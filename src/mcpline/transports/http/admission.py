@@ -4,7 +4,7 @@ A **rung** is a pure function of plain values (numbers, strings, `Headers`) that
 `Refusal`, the answer to send, or None to let the request go on. Rungs never touch ASGI or a
 socket, so each is tested alone; the app climbs them in order, chaining with ``or``::
 
-    refusal = header_size(headers.size, limit) or content_type(headers.get("content-type"))
+    refusal = header_size(headers.size, limit) or host(gate, headers.get("host"), bound)
     if refusal is not None:
         ...  # answer refusal.status with a JSON-RPC error body of refusal.code/message
 
@@ -20,9 +20,11 @@ request has the values it needs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from .headers import accepts, is_json
+from .security import Gatekeeper, challenge
 
 RETRY_AFTER_SECONDS = 1
 """What a 503 of a momentary limit (bodies in flight, connections) asks the client to wait."""
@@ -68,6 +70,52 @@ def header_size(size: int, limit: int) -> Refusal | None:
     if size <= limit:
         return None
     return Refusal(431, f"Request Header Fields Too Large: over {limit} bytes")
+
+
+def origin(gate: Gatekeeper, value: str | None, bound: tuple[str, int] | None) -> Refusal | None:
+    """403 when an ``Origin`` is sent and ``gate`` does not allow it on this ``bound``
+    address (DNS rebinding and cross-site browsers)."""
+    if value is None or gate.origin_allowed(value, bound):
+        return None
+    return Refusal(403, f"Forbidden: Origin {value[:80]!r} is not allowed (see allowed_origins)")
+
+
+def host(gate: Gatekeeper, value: str | None, bound: tuple[str, int] | None) -> Refusal | None:
+    """421 when ``gate`` does not serve this ``Host`` on this ``bound`` address."""
+    if gate.host_allowed(value, bound):
+        return None
+    shown = (value or "")[:80]
+    return Refusal(
+        421, f"Misdirected Request: Host {shown!r} is not served here (see allowed_hosts)"
+    )
+
+
+def method(name: str, allow: bytes) -> Refusal | None:
+    """405 (`not_allowed`) for a method other than GET, POST and DELETE."""
+    return None if name in ("GET", "POST", "DELETE") else not_allowed(allow)
+
+
+def not_allowed(allow: bytes) -> Refusal:
+    """405 Method Not Allowed, with ``Allow: allow``."""
+    why = f"Method Not Allowed: this endpoint takes {allow.decode()}" + (
+        "" if allow == b"POST" else " (GET and DELETE need a 2025-11-25 Mcp-Session-Id)"
+    )
+    return Refusal(405, why, headers=((b"allow", allow),))
+
+
+def unauthorized(
+    token: str | None, principal: Any, resource_metadata: dict[str, Any] | None
+) -> Refusal | None:
+    """401 with a ``WWW-Authenticate`` challenge (naming ``resource_metadata``) when no
+    bearer ``token`` came, or the verifier gave no ``principal`` for it."""
+    if principal is not None:
+        return None
+    error = None if token is None else "invalid_token"
+    why = "Unauthorized: " + (
+        "a bearer token is required" if token is None else "the token was refused"
+    )
+    www = challenge(resource_metadata, error).encode("latin-1")
+    return Refusal(401, why, headers=((b"www-authenticate", www),))
 
 
 def content_type(value: str | None) -> Refusal | None:
@@ -193,8 +241,13 @@ __all__ = [
     "declared_length",
     "header_size",
     "Hold",
+    "host",
+    "method",
+    "not_allowed",
+    "origin",
     "over_budget",
     "Refusal",
     "RETRY_AFTER_SECONDS",
     "too_large",
+    "unauthorized",
 ]

@@ -1,9 +1,10 @@
 """The ASGI 3 application of one `mcpline.Server`: its MCP endpoint over Streamable HTTP.
 
-Every request is checked in this order: the header block's size (431), ``Origin`` (403),
-``Host`` (421), the HTTP method (405), the bearer token when a verifier is set (401); a POST
-then its ``Content-Type`` (415), ``Accept`` (406) and body (413 too large, 408 too slow,
-400 not JSON-RPC). Then the era is decided per request: an ``MCP-Protocol-Version`` that is
+Every request climbs the rungs of `mcpline.transports.http.admission` in this order: the
+header block's size (431), ``Origin`` (403), ``Host`` (421), the HTTP method (405), the bearer
+token when a verifier is set (401); a POST then its ``Content-Type`` (415), ``Accept`` (406)
+and body (413 too large, 503 over the budget of bodies in flight, 408 too slow, 400 not
+JSON-RPC). Then the era is decided per request: an ``MCP-Protocol-Version`` that is
 not a legacy revision, or modern ``_meta`` on a request without a session, is 2026-07-28
 (`mcpline.transports.http.modern`); everything else belongs to a legacy session
 (`mcpline.transports.http.legacy`). GET and DELETE exist only for legacy sessions (405
@@ -27,7 +28,7 @@ from ...wire import encode
 from . import admission, legacy, modern, respond
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
-from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, challenge, verify
+from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, verify
 from .security import check_metadata as _check_metadata
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class HttpApp:
         self.retry_ms = retry_ms
         self.legacy = bool(server._engine.others)
         """Whether the server serves legacy (initialize) sessions (`Server(legacy=...)`)."""
+        self.allow = ALLOW if self.legacy else b"POST"
+        """The methods this endpoint takes (its ``Allow`` header)."""
         self.sessions = Sessions(self, max_sessions, session_idle_timeout)
         self.posts: set[PostPeer] = set()
         self.in_progress = 0
@@ -258,48 +261,34 @@ class HttpApp:
             await respond.body(send, b"Not Found")
             return
         headers = Headers(scope.get("headers", ()))
-        refusal = admission.header_size(headers.size, self.max_header_bytes)
+        bound = _bound(scope)
+        refusal = (
+            admission.header_size(headers.size, self.max_header_bytes)
+            or admission.origin(self.gate, headers.get("origin"), bound)
+            or admission.host(self.gate, headers.get("host"), bound)
+        )
         if refusal is not None:
             await refuse(send, refusal)
-            return
-        bound = _bound(scope)
-        origin = headers.get("origin")
-        if origin is not None and not self.gate.origin_allowed(origin, bound):
-            why = f"Forbidden: Origin {origin[:80]!r} is not allowed (see allowed_origins)"
-            await respond.error(send, 403, INVALID_REQUEST, why)
-            return
-        if not self.gate.host_allowed(headers.get("host"), bound):
-            host = (headers.get("host") or "")[:80]
-            why = f"Misdirected Request: Host {host!r} is not served here (see allowed_hosts)"
-            await respond.error(send, 421, INVALID_REQUEST, why)
             return
         if method == "OPTIONS":
             await self._preflight(headers, send)
             return
         extra = self.cors(headers)
-        if method not in ("GET", "POST", "DELETE"):
-            await self._not_allowed(send, extra)
-            return
+        refusal = admission.method(method, self.allow)
         principal = None
-        if self.verify_token is not None:
+        if refusal is None and self.verify_token is not None:
             token = bearer_token(headers.get("authorization"))
             principal = None if token is None else await self._principal(token)
-            if principal is None:
-                error = None if token is None else "invalid_token"
-                why = "Unauthorized: " + (
-                    "a bearer token is required" if token is None else "the token was refused"
-                )
-                www = challenge(self.resource_metadata, error).encode("latin-1")
-                await respond.error(
-                    send, 401, INVALID_REQUEST, why, None, [(b"www-authenticate", www), *extra]
-                )
-                return
+            refusal = admission.unauthorized(token, principal, self.resource_metadata)
+        if refusal is not None:
+            await refuse(send, refusal, extra)
+            return
         if method == "POST":
             await self._post(headers, principal, receive, send, extra)
         elif not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
-            await self._not_allowed(send, extra, b"POST")
+            await refuse(send, admission.not_allowed(b"POST"), extra)
         elif SESSION_ID not in headers:
-            await self._not_allowed(send, extra)
+            await refuse(send, admission.not_allowed(self.allow), extra)
         elif method == "GET":
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
@@ -433,21 +422,12 @@ class HttpApp:
 
     # --- small answers ---------------------------------------------------------------------
 
-    async def _not_allowed(
-        self, send: respond.Send, extra: list[tuple[bytes, bytes]], allow: bytes = b""
-    ) -> None:
-        allowed = allow or (ALLOW if self.legacy else b"POST")
-        why = f"Method Not Allowed: this endpoint takes {allowed.decode()}" + (
-            "" if allowed == b"POST" else " (GET and DELETE need a 2025-11-25 Mcp-Session-Id)"
-        )
-        await respond.error(send, 405, INVALID_REQUEST, why, None, [(b"allow", allowed), *extra])
-
     async def _preflight(self, headers: Headers, send: respond.Send) -> None:
-        out = [(b"allow", ALLOW if self.legacy else b"POST")]
+        out = [(b"allow", self.allow)]
         if headers.get("origin") is not None:
             out += [
                 *self.cors(headers),
-                (b"access-control-allow-methods", ALLOW if self.legacy else b"POST"),
+                (b"access-control-allow-methods", self.allow),
                 (b"access-control-allow-headers", _requested(headers) or CORS_ALLOW_HEADERS),
                 (b"access-control-max-age", b"600"),
             ]
