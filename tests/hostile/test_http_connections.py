@@ -201,6 +201,32 @@ def test_silent_and_slow_connections_are_closed_and_a_client_is_served(
     assert "Traceback" not in server.stderr
 
 
+def test_a_request_answered_before_its_body_arrived_closes_its_connection(
+    stopped: list[HttpServer],
+) -> None:
+    server = mcpline_http("--idle-timeout", "1")
+    stopped.append(server)
+    with socket.create_connection((server.host, server.port)) as s:
+        # Not the endpoint: answered 404 at once; then a body trickles in, never ending.
+        s.sendall(b"POST /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        s.sendall(b"Content-Length: 1000000000\r\n\r\n")
+        answer, started = b"", time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - started < 10:
+            with contextlib.suppress(OSError):
+                s.send(b"x")
+            if select.select([s], [], [], 0.2)[0]:
+                try:
+                    chunk = s.recv(65536)
+                except OSError:
+                    chunk = b""
+                answer += chunk
+                closed = not chunk
+        assert closed, "the connection was kept open for a body nobody reads"
+        assert status_of(answer) == 404
+    assert served(server) < 10
+
+
 def test_a_full_connection_table_answers_503_then_serves_again(
     stopped: list[HttpServer],
 ) -> None:

@@ -4,8 +4,8 @@ uvicorn closes a connection that stays idle ``timeout_keep_alive`` seconds **aft
 response, and (``limit_concurrency``) answers 503 to a request once too many connections are
 open, but only when the request's headers are complete. A connection that never sends
 anything, or never finishes its headers, is never closed, and every such connection holds a
-file descriptor. `GuardedHttpToolsProtocol`, uvicorn's httptools protocol with three guards,
-closes that gap:
+file descriptor. `GuardedHttpToolsProtocol`, uvicorn's httptools protocol with these guards,
+closes those gaps:
 
 - **a connection limit**: a connection accepted while ``max_connections`` are open gets a
   503 with ``Retry-After`` and is closed at once (`admission.connection_limit`);
@@ -13,7 +13,10 @@ closes that gap:
   within ``header_timeout`` seconds of the connection opening, or of its first byte on a
   kept-alive connection; otherwise 408 (or, when nothing came, a silent close);
 - **a header size**: a head over ``max_head_bytes`` gets 431 and a close (httptools has no
-  limit of its own).
+  limit of its own);
+
+and a connection whose request was answered before its body arrived whole is closed once the
+response is written (uvicorn would go on reading, and discarding, a body of any length).
 
 When the process runs out of file descriptors, asyncio logs a traceback for every failed
 ``accept()``, thousands a second; `quiet_accept_errors` turns that into one line per interval.
@@ -155,6 +158,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.disarm()
         super().on_headers_complete()
 
+    def on_response_complete(self) -> None:
+        cycle = self.cycle  # a pipelined request's own cycle while the previous one ends
+        unread = cycle is not None and cycle.response_complete and cycle.more_body
+        super().on_response_complete()
+        if unread and not self.transport.is_closing():
+            self.transport.close()  # answered without its body: the rest is not waited for
+
     def arm(self) -> None:
         """Start the header deadline."""
         self.head_deadline = self.loop.call_later(self.limits.header_timeout, self.too_slow)
@@ -176,10 +186,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def refuse(self, refusal: admission.Refusal) -> None:
-        """Answer ``refusal`` and close the connection, leaving any request unread."""
+        """Answer ``refusal`` and close the connection, leaving any request unread (only
+        close it when a response to an earlier request is being written)."""
         self.disarm()
         self.in_head = False
-        self.transport.write(raw_response(refusal))
+        if self.cycle is None or self.cycle.response_complete:
+            self.transport.write(raw_response(refusal))
         self.transport.close()
 
 
