@@ -189,22 +189,11 @@ class BodyBudget:
             raise ValueError("max_body_budget must be positive")
         self.limit = limit
         self.held = 0
-        """Bytes held now."""
+        """Bytes held now, by every `Hold`."""
 
     def hold(self) -> Hold:
         """A new, empty hold on this budget."""
         return Hold(self)
-
-    def take(self, more: int) -> Refusal | None:
-        """Hold ``more`` bytes, or refuse (`over_budget`) and hold nothing."""
-        refusal = over_budget(self.held, more, self.limit)
-        if refusal is None:
-            self.held += more
-        return refusal
-
-    def give(self, size: int) -> None:
-        """Give back ``size`` held bytes."""
-        self.held -= size
 
 
 class Hold:
@@ -217,17 +206,21 @@ class Hold:
         self.size = 0
 
     def grow(self, size: int) -> Refusal | None:
-        """Hold ``size`` bytes in all (never fewer than now), or refuse and hold as before."""
-        if size <= self.size:
+        """Hold ``size`` bytes in all (never fewer than now), or refuse (`over_budget`) and
+        hold as before."""
+        more = size - self.size
+        if more <= 0:
             return None
-        refusal = self.budget.take(size - self.size)
+        budget = self.budget
+        refusal = over_budget(budget.held, more, budget.limit)
         if refusal is None:
+            budget.held += more
             self.size = size
         return refusal
 
     def release(self) -> None:
         """Give every held byte back (again is harmless)."""
-        self.budget.give(self.size)
+        self.budget.held -= self.size
         self.size = 0
 
 

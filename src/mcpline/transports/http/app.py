@@ -321,12 +321,10 @@ class HttpApp:
         length = admission.declared_length(headers.get("content-length"))
         hold = self.bodies.hold()
         try:
-            refusal = (
-                admission.content_type(headers.get("content-type"))
-                or admission.accept(headers.get("accept"))
-                or admission.body_size(length or 0, self.max_body_bytes)
-                or hold.grow(length or 0)
-            )
+            refusal = admission.content_type(headers.get("content-type"))
+            refusal = refusal or admission.accept(headers.get("accept"))
+            if refusal is None and length:
+                refusal = admission.body_size(length, self.max_body_bytes) or hold.grow(length)
             if refusal is not None:
                 await refuse(send, refusal, extra)
                 return

@@ -121,22 +121,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.limits = limits
-        self.head_deadline: asyncio.TimerHandle | None = None
-        self.head_bytes = 0
-        """Bytes received since the current request began, while its head is incomplete."""
+        self.watch: asyncio.TimerHandle | None = None
+        """The one timer of this connection: it checks the header deadline."""
         self.in_head = True
         """Whether a request head is awaited or being read."""
+        self.head_started = 0.0
+        """Loop time at which the head now awaited began to count."""
+        self.head_bytes = 0
+        """Bytes received since the current request began, while its head is incomplete."""
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
         refusal = admission.connection_limit(len(self.connections), self.limits.max_connections)
         if refusal is not None:
             self.refuse(refusal)
             return
-        self.arm()
+        self.head_started = self.loop.time()
+        self.watch = self.loop.call_later(self.limits.header_timeout, self.check)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.disarm()
+        if self.watch is not None:
+            self.watch.cancel()
+            self.watch = None
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -148,14 +154,13 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self.in_head = True
+        if not self.in_head:  # a later request on a kept-alive connection
+            self.in_head = True
+            self.head_started = self.loop.time()
         self.head_bytes = 0
-        if self.head_deadline is None:
-            self.arm()
 
     def on_headers_complete(self) -> None:
         self.in_head = False
-        self.disarm()
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
@@ -165,30 +170,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if unread and not self.transport.is_closing():
             self.transport.close()  # answered without its body: the rest is not waited for
 
-    def arm(self) -> None:
-        """Start the header deadline."""
-        self.head_deadline = self.loop.call_later(self.limits.header_timeout, self.too_slow)
-
-    def disarm(self) -> None:
-        """Stop the header deadline."""
-        if self.head_deadline is not None:
-            self.head_deadline.cancel()
-            self.head_deadline = None
-
-    def too_slow(self) -> None:
-        """The header deadline passed: 408 when part of a head came, else a silent close."""
-        self.head_deadline = None
-        if self.transport.is_closing() or not self.in_head:
+    def check(self) -> None:
+        """The header deadline, checked by one timer per connection rather than one per
+        request: 408 when part of a head came too slowly, a silent close when nothing came;
+        otherwise look again when the head now awaited would be late."""
+        self.watch = None
+        if self.transport.is_closing():
             return
-        if self.head_bytes:
-            self.refuse(head_too_slow(self.limits.header_timeout))
-        else:
-            self.transport.close()
+        timeout = self.limits.header_timeout
+        wait = timeout
+        if self.in_head:
+            wait = self.head_started + timeout - self.loop.time()
+            if wait <= 0:
+                if self.head_bytes:
+                    self.refuse(head_too_slow(timeout))
+                else:
+                    self.transport.close()
+                return
+        self.watch = self.loop.call_later(wait, self.check)
 
     def refuse(self, refusal: admission.Refusal) -> None:
         """Answer ``refusal`` and close the connection, leaving any request unread (only
         close it when a response to an earlier request is being written)."""
-        self.disarm()
         self.in_head = False
         if self.cycle is None or self.cycle.response_complete:
             self.transport.write(raw_response(refusal))

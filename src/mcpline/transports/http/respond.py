@@ -61,9 +61,10 @@ async def _read_body(receive: Receive, limit: int, hold: Hold) -> bytes:
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
-        refusal = hold.grow(size)
-        if refusal is not None:
-            raise OverBudget(refusal)
+        if size > hold.size:  # a chunked body: held as it comes
+            refusal = hold.grow(size)
+            if refusal is not None:
+                raise OverBudget(refusal)
         parts.append(chunk)
         if not message.get("more_body", False):
             return parts[0] if len(parts) == 1 else b"".join(parts)
