@@ -201,13 +201,26 @@ def test_silent_and_slow_connections_are_closed_and_a_client_is_served(
     assert "Traceback" not in server.stderr
 
 
-def test_a_request_answered_before_its_body_arrived_closes_its_connection(
-    stopped: list[HttpServer],
-) -> None:
-    server = mcpline_http("--idle-timeout", "1")
+def test_an_endless_head_gets_431_and_a_close(stopped: list[HttpServer]) -> None:
+    server = mcpline_http()
     stopped.append(server)
     with socket.create_connection((server.host, server.port)) as s:
-        # Not the endpoint: answered 404 at once; then a body trickles in, never ending.
+        with contextlib.suppress(OSError):
+            s.sendall(b"POST /mcp HTTP/1.1\r\nX-Endless: " + b"a" * 1_000_000)
+        answer = read_all(s, 10)
+    assert status_of(answer) == 431, answer[:200]
+    assert b"65536" in answer
+    assert served(server) < 10
+
+
+def test_the_trickled_body_of_an_answered_request_is_not_waited_for(
+    stopped: list[HttpServer],
+) -> None:
+    server = mcpline_http("--idle-timeout", "1", "--header-timeout", "2")
+    stopped.append(server)
+    with socket.create_connection((server.host, server.port)) as s:
+        # Not the endpoint: answered 404 at once; then a body trickles in, never ending, and
+        # keeps the connection from ever being idle.
         s.sendall(b"POST /elsewhere HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         s.sendall(b"Content-Length: 1000000000\r\n\r\n")
         answer, started = b"", time.monotonic()

@@ -15,8 +15,9 @@ closes those gaps:
 - **a header size**: a head over ``max_head_bytes`` gets 431 and a close (httptools has no
   limit of its own);
 
-and a connection whose request was answered before its body arrived whole is closed once the
-response is written (uvicorn would go on reading, and discarding, a body of any length).
+and, for a request answered before its body arrived whole (a refusal, say), the rest of the
+body must come within the same ``header_timeout`` and ``max_head_bytes``, or the connection
+is closed (uvicorn would go on reading, and discarding, a body of any length or pace).
 
 When the process runs out of file descriptors, asyncio logs a traceback for every failed
 ``accept()``, thousands a second; `quiet_accept_errors` turns that into one line per interval.
@@ -47,6 +48,12 @@ FD_RESERVE = 64
 logs, the server's own files and clients)."""
 ACCEPT_LOG_INTERVAL = 10.0
 """At most one log line per this many seconds about failing ``accept()`` calls."""
+OPENED = "opened"
+"""`GuardedHttpToolsProtocol.waiting` on a new connection, before its first byte."""
+HEAD = "head"
+"""`GuardedHttpToolsProtocol.waiting` for the rest of a request's head."""
+DRAIN = "drain"
+"""`GuardedHttpToolsProtocol.waiting` for the unread body of a request already answered."""
 ACCEPT_ERROR = "socket.accept() out of system resource"
 """The message of asyncio's exception-handler context for a failed ``accept()``."""
 
@@ -122,13 +129,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(config, server_state, app_state, _loop)
         self.limits = limits
         self.watch: asyncio.TimerHandle | None = None
-        """The one timer of this connection: it checks the header deadline."""
-        self.in_head = True
-        """Whether a request head is awaited or being read."""
-        self.head_started = 0.0
-        """Loop time at which the head now awaited began to count."""
-        self.head_bytes = 0
-        """Bytes received since the current request began, while its head is incomplete."""
+        """The one timer of this connection: it checks the deadline of `waiting`."""
+        self.waiting: str | None = OPENED
+        """What the connection waits for under a deadline: `OPENED`, its first request;
+        `HEAD`, the rest of a request's head; `DRAIN`, the rest of the body of a request
+        already answered; None, nothing (a request being answered, or idle after a response:
+        uvicorn's keep-alive timeout)."""
+        self.since = 0.0
+        """Loop time at which the wait began."""
+        self.received = 0
+        """Bytes received during the wait."""
+        self.waits = 0
+        """How many waits began so far."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -136,7 +148,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if refusal is not None:
             self.refuse(refusal)
             return
-        self.head_started = self.loop.time()
+        self.since = self.loop.time()
         self.watch = self.loop.call_later(self.limits.header_timeout, self.check)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -146,43 +158,60 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        waits = self.waits
         super().data_received(data)
-        if self.in_head and not self.transport.is_closing():
-            self.head_bytes += len(data)
-            if self.head_bytes > self.limits.max_head_bytes:
-                self.refuse(head_too_large(self.limits.max_head_bytes))
+        # A wait that began within this data counts from the next (at most one read more).
+        if self.waiting is not None and self.waits == waits and not self.transport.is_closing():
+            self.received += len(data)
+            if self.received > self.limits.max_head_bytes:
+                if self.waiting == DRAIN:
+                    self.transport.close()
+                else:
+                    self.refuse(head_too_large(self.limits.max_head_bytes))
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        if not self.in_head:  # a later request on a kept-alive connection
-            self.in_head = True
-            self.head_started = self.loop.time()
-        self.head_bytes = 0
+        if self.waiting == OPENED:  # the first request: its wait began with the connection
+            self.waiting = HEAD
+        elif self.waiting is None:  # a later request on a kept-alive connection
+            self.wait_for(HEAD)
 
     def on_headers_complete(self) -> None:
-        self.in_head = False
+        self.waiting = None
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        if self.waiting == DRAIN:
+            self.waiting = None
+        super().on_message_complete()
 
     def on_response_complete(self) -> None:
         cycle = self.cycle  # a pipelined request's own cycle while the previous one ends
-        unread = cycle is not None and cycle.response_complete and cycle.more_body
+        if cycle is not None and cycle.response_complete and cycle.more_body:
+            self.wait_for(DRAIN)  # answered before its body came whole: a bounded wait
         super().on_response_complete()
-        if unread and not self.transport.is_closing():
-            self.transport.close()  # answered without its body: the rest is not waited for
+
+    def wait_for(self, what: str) -> None:
+        """Begin a wait for ``what`` (`HEAD` or `DRAIN`) under the deadline."""
+        self.waiting = what
+        self.since = self.loop.time()
+        self.received = 0
+        self.waits += 1
 
     def check(self) -> None:
-        """The header deadline, checked by one timer per connection rather than one per
-        request: 408 when part of a head came too slowly, a silent close when nothing came;
-        otherwise look again when the head now awaited would be late."""
+        """The deadline of `waiting`, checked by one timer per connection rather than one
+        per request. A late head gets 408; a connection that sent nothing, or the late body
+        of an answered request, a close. Otherwise look again when the current wait would be
+        late."""
         self.watch = None
         if self.transport.is_closing():
             return
         timeout = self.limits.header_timeout
         wait = timeout
-        if self.in_head:
-            wait = self.head_started + timeout - self.loop.time()
+        if self.waiting is not None:
+            wait = self.since + timeout - self.loop.time()
             if wait <= 0:
-                if self.head_bytes:
+                if self.waiting == HEAD:
                     self.refuse(head_too_slow(timeout))
                 else:
                     self.transport.close()
@@ -192,7 +221,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def refuse(self, refusal: admission.Refusal) -> None:
         """Answer ``refusal`` and close the connection, leaving any request unread (only
         close it when a response to an earlier request is being written)."""
-        self.in_head = False
+        self.waiting = None
         if self.cycle is None or self.cycle.response_complete:
             self.transport.write(raw_response(refusal))
         self.transport.close()
@@ -265,10 +294,13 @@ __all__ = [
     "ConnectionLimits",
     "DEFAULT_MAX_CONNECTIONS",
     "default_max_connections",
+    "DRAIN",
     "FD_RESERVE",
     "GuardedHttpToolsProtocol",
+    "HEAD",
     "head_too_large",
     "head_too_slow",
+    "OPENED",
     "protocol_factory",
     "quiet_accept_errors",
     "raw_response",
