@@ -109,6 +109,7 @@ def closed_by_server(sock: socket.socket) -> bool:
         return True
 
 
+@pytest.mark.linux_only(reason="reads the server's peak RSS from /proc")
 def test_a_flood_of_large_bodies_stays_within_the_body_budget(
     stopped: list[HttpServer],
 ) -> None:
@@ -259,6 +260,7 @@ def test_a_full_connection_table_answers_503_then_serves_again(
     assert served(server) < 10
 
 
+@pytest.mark.posix_only(reason="sets the server's RLIMIT_NOFILE")
 def test_out_of_file_descriptors_logs_a_line_per_interval_without_tracebacks(
     stopped: list[HttpServer],
 ) -> None:

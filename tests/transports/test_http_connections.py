@@ -9,7 +9,6 @@ import asyncio
 import errno
 import json
 import logging
-import resource
 import subprocess
 from typing import Any
 
@@ -68,7 +67,10 @@ def test_limits_must_be_positive(limits: dict[str, Any]) -> None:
         ConnectionLimits(**limits)
 
 
+@pytest.mark.posix_only(reason="sets RLIMIT_NOFILE")
 def test_the_default_connection_limit_stays_below_the_open_file_limit() -> None:
+    import resource
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (200, hard))

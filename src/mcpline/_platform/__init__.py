@@ -12,7 +12,8 @@ package tests ``sys.platform`` or ``os.name`` or uses ``killpg``, ``SIGHUP`` or 
   kill, alive, descendants outside the group), `HOST_WATCHDOG`, `unread_pipe_bytes`;
 * memory and CPU — `tree_rss`, `process_memory`, `cpu_seconds`, `memory_unavailable`,
   `machine` (``/proc`` on Linux, the optional `psutil` elsewhere);
-* the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`.
+* the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`,
+  `open_file_limit`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ process_memory = impl.process_memory
 cpu_seconds = impl.cpu_seconds
 machine = impl.machine
 owned_by_current_user = impl.owned_by_current_user
+open_file_limit = impl.open_file_limit
 
 API = (
     "NAME",
@@ -70,6 +72,7 @@ API = (
     "cpu_seconds",
     "machine",
     "owned_by_current_user",
+    "open_file_limit",
 )
 """What each implementation module provides (the tests hold both to it)."""
 

@@ -29,13 +29,13 @@ import asyncio
 import functools
 import http
 import logging
-import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from ..._platform import open_file_limit
 from . import admission
 from .respond import error_body
 
@@ -61,10 +61,10 @@ ACCEPT_ERROR = "socket.accept() out of system resource"
 def default_max_connections() -> int:
     """`DEFAULT_MAX_CONNECTIONS`, or the soft open-file limit less `FD_RESERVE` when lower
     (at least 1)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
+    limit = open_file_limit()
+    if limit is None:
         return DEFAULT_MAX_CONNECTIONS
-    return max(1, min(DEFAULT_MAX_CONNECTIONS, soft - FD_RESERVE))
+    return max(1, min(DEFAULT_MAX_CONNECTIONS, limit - FD_RESERVE))
 
 
 @dataclass(frozen=True, slots=True)
