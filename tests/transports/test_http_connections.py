@@ -10,6 +10,7 @@ import errno
 import json
 import logging
 import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -152,3 +153,20 @@ def test_bad_connection_options_are_usage_errors(args: list[str], message: str) 
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_without_httptools_serving_is_a_one_line_error() -> None:
+    script = (
+        "import sys; sys.modules['httptools'] = None; from mcpline.cli import main; "
+        "sys.argv = ['mcpline', *sys.argv[1:]]; sys.exit(main())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "run", str(TEST_SERVER), "--http", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "needs httptools: pip install 'mcpline[http]'" in done.stderr
+    assert "Traceback" not in done.stderr and "listening" not in done.stderr

@@ -150,7 +150,10 @@ def _config(
     **extra: Any,
 ) -> Any:
     uvicorn = _uvicorn()
-    from .connections import ConnectionLimits, default_max_connections, protocol_factory
+    try:
+        from .connections import ConnectionLimits, default_max_connections, protocol_factory
+    except ImportError:
+        raise HttpError("serving over HTTP needs httptools: pip install 'mcpline[http]'") from None
 
     header_limit = int(app_options.get("max_header_bytes", 16 * 1024))
     limits = ConnectionLimits(
