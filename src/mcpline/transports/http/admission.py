@@ -6,12 +6,15 @@ socket, so each is tested alone; the app climbs them in order, chaining with ``o
 
     refusal = header_size(headers.size, limit) or host(gate, headers.get("host"), bound)
     if refusal is not None:
-        ...  # answer refusal.status with a JSON-RPC error body of refusal.code/message
+        await refuse(send, refusal, extra)  # mcpline.transports.http.app.refuse
+        return
 
 Counters whose decisions are rungs live here too: `BodyBudget` (bytes of request bodies
 held at once, across every request) decides with `over_budget`. The connection guard of
 `mcpline.transports.http.connections` decides with `connection_limit`.
 
+`refuse` sends ``refusal.status`` with a JSON-RPC error body (``refusal.code``,
+``refusal.message``) and ``refusal.headers`` (plus ``Connection: close`` when ``close``).
 To add a rung: write ``def name(values...) -> Refusal | None`` with a docstring naming its
 status, test it in ``tests/transports/test_http_admission.py``, and chain it where the
 request has the values it needs.
