@@ -2,8 +2,10 @@
 
 Serves on 127.0.0.1 (a free port) and prints the ready line on stderr. ``--auth`` requires the
 bearer token ``secret-token`` (principal ``"alice"``) or ``other-token`` (``"bob"``) and
-publishes protected-resource metadata. Tools report what the tests need to see from inside:
-whether a call was cancelled, the process's task count and memory, the caller's principal.
+publishes protected-resource metadata; with ``--auth-raises`` the verifier raises a
+``KeyError`` naming an unknown token instead of refusing it. Tools report what the tests
+need to see from inside: whether a call was cancelled, the process's task count and memory,
+the caller's principal.
 """
 
 from __future__ import annotations
@@ -131,17 +133,26 @@ def sealed(ctx: Context) -> str:
     raise InputRequired({"ok": elicit("Continue?", {"ok": bool})}, {"round": 1})
 
 
+TOKENS = {"secret-token": "alice", "other-token": "bob"}
+
+
 async def _verify(token: str) -> Any:
     await asyncio.sleep(0)
     if token.startswith("explode-"):
         raise ValueError(f"the verifier choked on {token}")
-    return {"secret-token": "alice", "other-token": "bob"}.get(token)
+    return TOKENS.get(token)
+
+
+def _verify_raising(token: str) -> Any:
+    """A verifier that raises for an unknown token, with the token in its message."""
+    return TOKENS[token]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--auth", action="store_true")
+    parser.add_argument("--auth-raises", action="store_true", help="--auth: raise on unknown")
     parser.add_argument("--origin", action="append", default=[])
     parser.add_argument("--keepalive", type=float, default=15.0)
     parser.add_argument("--max-body", type=int, default=64 * 1024)
@@ -158,7 +169,7 @@ def main() -> None:
         "session_idle_timeout": args.idle,
     }
     if args.auth:
-        options["verify_token"] = _verify
+        options["verify_token"] = _verify_raising if args.auth_raises else _verify
         options["resource_metadata"] = {
             "resource": "https://mcp.example.com/mcp",
             "authorization_servers": ["https://auth.example.com"],

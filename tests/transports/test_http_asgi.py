@@ -324,6 +324,7 @@ def test_shutdown_answers_open_listens_with_their_completion() -> None:
     [
         ({"path": "mcp"}, "path must start"),
         ({"max_body_bytes": 0}, "max_body_bytes"),
+        ({"max_body_bytes": 100, "max_body_total_bytes": 99}, "max_body_total_bytes"),
         ({"body_timeout": 0}, "positive"),
         ({"resource_metadata": {"resource": "x"}}, "resource_metadata"),
         ({"no_such_option": 1}, "no_such_option"),

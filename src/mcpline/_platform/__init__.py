@@ -13,7 +13,8 @@ package tests ``sys.platform`` or ``os.name`` or uses ``killpg``, ``SIGHUP`` or 
   environment), `HOST_WATCHDOG`, `unread_pipe_bytes`;
 * memory and CPU — `tree_rss`, `process_memory`, `cpu_seconds`, `memory_unavailable`,
   `machine` (``/proc`` on Linux, the optional `psutil` elsewhere);
-* the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`.
+* the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`,
+  `open_file_limit`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ process_memory = impl.process_memory
 cpu_seconds = impl.cpu_seconds
 machine = impl.machine
 owned_by_current_user = impl.owned_by_current_user
+open_file_limit = impl.open_file_limit
 
 API = (
     "NAME",
@@ -73,6 +75,7 @@ API = (
     "cpu_seconds",
     "machine",
     "owned_by_current_user",
+    "open_file_limit",
 )
 """What each implementation module provides (the tests hold both to it)."""
 

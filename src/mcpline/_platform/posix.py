@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import selectors
 import signal
 import socket
@@ -374,3 +375,9 @@ def machine() -> str:
 def owned_by_current_user(st: os.stat_result) -> bool:
     """Whether the file of ``st`` belongs to the user running this process."""
     return st.st_uid == os.getuid()
+
+
+def open_file_limit() -> int | None:
+    """The soft limit on this process's open file descriptors (None: unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else soft

@@ -407,6 +407,11 @@ def owned_by_current_user(st: os.stat_result) -> bool:
     return True
 
 
+def open_file_limit() -> int | None:
+    """None: Windows has no per-process limit on sockets of the POSIX ``RLIMIT_NOFILE`` kind."""
+    return None
+
+
 __all__ = [
     "NAME",
     "HOST_WATCHDOG",
@@ -457,4 +462,5 @@ __all__ = [
     "cpu_seconds",
     "machine",
     "owned_by_current_user",
+    "open_file_limit",
 ]

@@ -19,6 +19,10 @@ SOCKET_OPTIONS = (
     "idle_timeout",
     "max_line_bytes",
 )
+HTTP_OPTIONS = {"header_timeout": "header_timeout", "max_body_total": "max_body_total_bytes"}
+"""The --http-only flags (argparse names) and the `http_app`/`serve` options they set."""
+SHARED_OPTIONS = ("max_connections", "idle_timeout")
+"""Options of both the socket listeners and --http."""
 
 
 def register(sub: Any) -> None:
@@ -79,6 +83,13 @@ def register(sub: Any) -> None:
         help="--http: request bodies held at once by all requests; past it a POST gets 503 "
         "with Retry-After before its body is read (default 64 MiB; see docs/security.md)",
     )
+    h.add_argument(
+        "--header-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="--http: a request's headers must arrive whole within this time, else 408 and "
+        "close; also closes connections that send nothing (default 10)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -94,7 +105,8 @@ def register(sub: Any) -> None:
         "--max-connections",
         type=int,
         metavar="N",
-        help="connections open at once; more are closed at once (default 64)",
+        help="connections open at once; more are closed at once (default 64; --http: 503 "
+        "and close, default 1024 or the open-file limit less 64)",
     )
     g.add_argument(
         "--max-pending",
@@ -113,7 +125,8 @@ def register(sub: Any) -> None:
         "--idle-timeout",
         type=float,
         metavar="SECONDS",
-        help="close a connection idle this long, 0 for never (default 300)",
+        help="close a connection idle this long, 0 for never (default 300; --http: between "
+        "requests, default 5, never 0)",
     )
     g.add_argument(
         "--max-line-bytes",
@@ -172,10 +185,14 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
         options["allowed_origins"] = list(args.allow_origin)
     if args.allow_host:
         options["allowed_hosts"] = list(args.allow_host)
-    if args.max_body_total is not None:
-        if args.max_body_total < 1:
-            _usage("--max-body-total must be positive")
-        options["max_body_total_bytes"] = args.max_body_total
+    named = {**{name: name for name in SHARED_OPTIONS}, **HTTP_OPTIONS}
+    for flag, option in named.items():
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        if not value > 0:
+            _usage(f"--{flag.replace('_', '-')} must be positive")
+        options[option] = value
     return options
 
 
@@ -217,7 +234,11 @@ def run_http(args: argparse.Namespace) -> int:
 
     if args.listen != "stdio":
         _usage("--http and --listen exclude each other")
-    wrong = [n for n in SOCKET_OPTIONS if getattr(args, n) not in (None, False)]
+    wrong = [
+        n
+        for n in SOCKET_OPTIONS
+        if n not in SHARED_OPTIONS and getattr(args, n) not in (None, False)
+    ]
     if wrong:
         _usage(", ".join("--" + n.replace("_", "-") for n in wrong) + ": not for --http")
     workers = 1 if args.workers is None else args.workers
@@ -268,8 +289,12 @@ def run(args: argparse.Namespace) -> int:
     task_quota(args)
     if args.http is not None:
         return run_http(args)
-    if args.workers is not None or args.allow_origin or args.allow_host or args.max_body_total:
-        _usage("--workers, --allow-origin, --allow-host and --max-body-total are for --http")
+    http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
+    if args.workers is not None or args.allow_origin or args.allow_host or http_only:
+        _usage(
+            "--workers, --allow-origin, --allow-host, --header-timeout and --max-body-total "
+            "are for --http"
+        )
     options = socket_options(args)
     url = bus_url(args)
     if args.listen == "stdio":

@@ -1,9 +1,10 @@
 """The ASGI 3 application of one `mcpline.Server`: its MCP endpoint over Streamable HTTP.
 
-Every request is checked in this order: the header block's size (431), ``Origin`` (403),
-``Host`` (421), the HTTP method (405), the bearer token when a verifier is set (401); a POST
-then its ``Content-Type`` (415), ``Accept`` (406) and body (413 too large, 408 too slow,
-400 not JSON-RPC). Then the era is decided per request: an ``MCP-Protocol-Version`` that is
+Every request climbs the rungs of `mcpline.transports.http.admission` in this order: the
+header block's size (431), ``Origin`` (403), ``Host`` (421), the HTTP method (405), the bearer
+token when a verifier is set (401); a POST then its ``Content-Type`` (415), ``Accept`` (406)
+and body (413 too large, 503 over the budget of bodies in flight, 408 too slow, 400 not
+JSON-RPC). Then the era is decided per request: an ``MCP-Protocol-Version`` that is
 not a legacy revision, or modern ``_meta`` on a request without a session, is 2026-07-28
 (`mcpline.transports.http.modern`); everything else belongs to a legacy session
 (`mcpline.transports.http.legacy`). GET and DELETE exist only for legacy sessions (405
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +25,10 @@ from ...jsonrpc import Invalid, Notification, Request, Response
 from ...protocol.meta import has_modern_meta
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from ...wire import encode
-from . import legacy, modern, respond
-from .budget import DEFAULT_MAX_BODY_TOTAL, RETRY_AFTER, BodyBudget
-from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, accepts, is_json, is_modern_version
+from . import admission, legacy, modern, respond
+from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
-from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, challenge, verify
+from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, verify
 from .security import check_metadata as _check_metadata
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ log = logging.getLogger("mcpline.server")
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """The default body limit (or the server's ``max_line_bytes``, when smaller)."""
+DEFAULT_MAX_BODY_TOTAL = 64 * 1024 * 1024
+"""The default bytes of request bodies held at once (or ``max_body_bytes``, when larger)."""
 ALLOW = b"GET, POST, DELETE"
 CORS_ALLOW_HEADERS = (
     b"content-type, accept, authorization, last-event-id, mcp-protocol-version, "
@@ -57,12 +60,13 @@ class HttpApp:
     and handlers see the principal as ``ctx.principal``; ``resource_metadata`` is the RFC
     9728 document served at ``/.well-known/oauth-protected-resource`` (and with the
     endpoint's path appended), named in every 401. Limits: ``max_body_bytes`` (413),
-    ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body (408),
-    ``max_requests`` POSTs in progress at once (503), ``max_body_total_bytes`` of request
-    bodies held at once by all of them (503 with ``Retry-After``, before the body is read;
-    see `BodyBudget`). ``keepalive`` seconds of silence on
-    an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB, or the
-    server's ``max_line_bytes`` when smaller. Legacy sessions: at most ``max_sessions`` (the
+    ``max_body_total_bytes`` bytes of bodies held at once across every request (503 with
+    ``Retry-After``, decided from ``Content-Length`` before reading, and while reading a
+    chunked body), ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body
+    (408), ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of
+    silence on an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB,
+    or the server's ``max_line_bytes`` when smaller; ``max_body_total_bytes`` to 64 MiB, or
+    ``max_body_bytes`` when larger. Legacy sessions: at most ``max_sessions`` (the
     least recently used idle one makes room), closed after ``session_idle_timeout`` idle
     seconds; each of their streams keeps ``replay_bytes`` for resumption, and tells the
     client to wait ``retry_ms`` before reconnecting.
@@ -78,10 +82,10 @@ class HttpApp:
         verify_token: TokenVerifier | None = None,
         resource_metadata: dict[str, Any] | None = None,
         max_body_bytes: int | None = None,
+        max_body_total_bytes: int | None = None,
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
-        max_body_total_bytes: int = DEFAULT_MAX_BODY_TOTAL,
         keepalive: float | None = 15.0,
         max_sessions: int = 1024,
         session_idle_timeout: float = 1800.0,
@@ -111,16 +115,25 @@ class HttpApp:
             None if resource_metadata is None else _check_metadata(resource_metadata)
         )
         self.max_body_bytes = max_body_bytes
+        if max_body_total_bytes is None:
+            max_body_total_bytes = max(DEFAULT_MAX_BODY_TOTAL, max_body_bytes)
+        elif max_body_total_bytes < max_body_bytes:
+            raise ValueError(
+                f"max_body_total_bytes ({max_body_total_bytes}) must be at least max_body_bytes "
+                f"({max_body_bytes}): a body that large could never be read"
+            )
+        self.bodies = admission.BodyBudget(max_body_total_bytes)
+        """Bytes of request bodies held at once, across every request (``max_body_total_bytes``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
         self.max_requests = max_requests
-        self.bodies = BodyBudget(max_body_total_bytes)
-        """The bytes request bodies hold at once (``max_body_total_bytes``)."""
         self.keepalive = keepalive
         self.replay_bytes = replay_bytes
         self.retry_ms = retry_ms
         self.legacy = bool(server._engine.others)
         """Whether the server serves legacy (initialize) sessions (`Server(legacy=...)`)."""
+        self.allow = ALLOW if self.legacy else b"POST"
+        """The methods this endpoint takes (its ``Allow`` header)."""
         self.sessions = Sessions(self, max_sessions, session_idle_timeout)
         self.posts: set[PostPeer] = set()
         self.in_progress = 0
@@ -248,48 +261,34 @@ class HttpApp:
             await respond.body(send, b"Not Found")
             return
         headers = Headers(scope.get("headers", ()))
-        if headers.size > self.max_header_bytes:
-            why = f"Request Header Fields Too Large: over {self.max_header_bytes} bytes"
-            await respond.error(send, 431, INVALID_REQUEST, why)
-            return
         bound = _bound(scope)
-        origin = headers.get("origin")
-        if origin is not None and not self.gate.origin_allowed(origin, bound):
-            why = f"Forbidden: Origin {origin[:80]!r} is not allowed (see allowed_origins)"
-            await respond.error(send, 403, INVALID_REQUEST, why)
-            return
-        if not self.gate.host_allowed(headers.get("host"), bound):
-            host = (headers.get("host") or "")[:80]
-            why = f"Misdirected Request: Host {host!r} is not served here (see allowed_hosts)"
-            await respond.error(send, 421, INVALID_REQUEST, why)
+        refusal = (
+            admission.header_size(headers.size, self.max_header_bytes)
+            or admission.origin(self.gate, headers.get("origin"), bound)
+            or admission.host(self.gate, headers.get("host"), bound)
+        )
+        if refusal is not None:
+            await refuse(send, refusal)
             return
         if method == "OPTIONS":
             await self._preflight(headers, send)
             return
         extra = self.cors(headers)
-        if method not in ("GET", "POST", "DELETE"):
-            await self._not_allowed(send, extra)
-            return
+        refusal = admission.method(method, self.allow)
         principal = None
-        if self.verify_token is not None:
+        if refusal is None and self.verify_token is not None:
             token = bearer_token(headers.get("authorization"))
             principal = None if token is None else await self._principal(token)
-            if principal is None:
-                error = None if token is None else "invalid_token"
-                why = "Unauthorized: " + (
-                    "a bearer token is required" if token is None else "the token was refused"
-                )
-                www = challenge(self.resource_metadata, error).encode("latin-1")
-                await respond.error(
-                    send, 401, INVALID_REQUEST, why, None, [(b"www-authenticate", www), *extra]
-                )
-                return
+            refusal = admission.unauthorized(token, principal, self.resource_metadata)
+        if refusal is not None:
+            await refuse(send, refusal, extra)
+            return
         if method == "POST":
             await self._post(headers, principal, receive, send, extra)
         elif not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
-            await self._not_allowed(send, extra, b"POST")
+            await refuse(send, admission.not_allowed(b"POST"), extra)
         elif SESSION_ID not in headers:
-            await self._not_allowed(send, extra)
+            await refuse(send, admission.not_allowed(self.allow), extra)
         elif method == "GET":
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
@@ -300,8 +299,15 @@ class HttpApp:
         try:
             return await verify(self.verify_token, token)
         except Exception as exc:
-            # Neither the message nor the traceback: either may quote the presented token.
-            log.error("verify_token raised %s; the request is refused", type(exc).__name__)
+            # The exception's message and chain may hold the presented token: log where it
+            # was raised, never what it says.
+            frames = "".join(traceback.format_tb(exc.__traceback__))
+            log.error(
+                "verify_token raised %s (its message is not logged: it may hold the presented "
+                "token); the request is refused. Raised at:\n%s",
+                type(exc).__name__,
+                frames.rstrip(),
+            )
             return None
 
     async def _post(
@@ -312,55 +318,47 @@ class HttpApp:
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
     ) -> None:
-        if not is_json(headers.get("content-type")):
-            why = "Unsupported Media Type: the body must be Content-Type: application/json"
-            await respond.error(send, 415, INVALID_REQUEST, why, None, extra)
-            return
-        accept = headers.get("accept")
-        if not (accepts(accept, "application/json") and accepts(accept, "text/event-stream")):
-            why = "Not Acceptable: Accept must list application/json and text/event-stream"
-            await respond.error(send, 406, INVALID_REQUEST, why, None, extra)
-            return
-        length = headers.get("content-length")
-        if length is not None and length.isascii() and length.isdigit():
-            # More digits than any allowed size are too large, unread (int() refuses 4,301).
-            declared: int | None = int(length) if len(length) <= 18 else self.max_body_bytes + 1
-        else:
-            declared = None
-        if declared is not None and declared > self.max_body_bytes:
-            await self._too_large(send, extra)
-            return
-        held = self.max_body_bytes if declared is None else declared
-        if not self.bodies.reserve(held):
-            why = self.bodies.refusal(held)
-            retry = [(b"retry-after", RETRY_AFTER), *extra]
-            await respond.error(send, 503, INTERNAL_ERROR, why, None, retry)
-            return
+        length = admission.declared_length(headers.get("content-length"))
+        hold = self.bodies.hold()
         try:
-            await self._read_and_post(headers, principal, receive, send, extra)
+            refusal = admission.content_type(headers.get("content-type"))
+            refusal = refusal or admission.accept(headers.get("accept"))
+            if refusal is None and length:
+                refusal = admission.body_size(length, self.max_body_bytes) or hold.grow(length)
+            if refusal is not None:
+                await refuse(send, refusal, extra)
+                return
+            try:
+                data = await respond.read_body(
+                    receive, self.max_body_bytes, self.body_timeout, hold
+                )
+            except respond.Disconnected:
+                return
+            except (respond.BodyTooLarge, respond.OverBudget, respond.BodyTimeout) as exc:
+                await refuse(send, self._unread(exc), extra)
+                return
+            await self._answer(data, headers, principal, receive, send, extra)
         finally:
-            self.bodies.release(held)
+            hold.release()
 
-    async def _read_and_post(
+    def _unread(self, exc: Exception) -> admission.Refusal:
+        """The answer to a body that could not be read whole."""
+        if isinstance(exc, respond.OverBudget):
+            return exc.refusal
+        if isinstance(exc, respond.BodyTimeout):
+            why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
+            return admission.Refusal(408, why, close=True)
+        return admission.too_large(self.max_body_bytes)
+
+    async def _answer(
         self,
+        data: bytes,
         headers: Headers,
         principal: Any,
         receive: respond.Receive,
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
     ) -> None:
-        """`_post` once the body's bytes are reserved in the body budget."""
-        try:
-            data = await respond.read_body(receive, self.max_body_bytes, self.body_timeout)
-        except respond.BodyTooLarge:
-            await self._too_large(send, extra)
-            return
-        except respond.BodyTimeout:
-            why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
-            await respond.error(send, 408, INVALID_REQUEST, why, None, extra)
-            return
-        except respond.Disconnected:
-            return
         message = jsonrpc.parse(data)
         if isinstance(message, Invalid):
             owed = message.reply or jsonrpc.error_response(None, INVALID_REQUEST, message.reason)
@@ -422,25 +420,12 @@ class HttpApp:
 
     # --- small answers ---------------------------------------------------------------------
 
-    async def _too_large(self, send: respond.Send, extra: list[tuple[bytes, bytes]]) -> None:
-        why = f"Payload Too Large: the body exceeds {self.max_body_bytes} bytes"
-        await respond.error(send, 413, INVALID_REQUEST, why, None, extra)
-
-    async def _not_allowed(
-        self, send: respond.Send, extra: list[tuple[bytes, bytes]], allow: bytes = b""
-    ) -> None:
-        allowed = allow or (ALLOW if self.legacy else b"POST")
-        why = f"Method Not Allowed: this endpoint takes {allowed.decode()}" + (
-            "" if allowed == b"POST" else " (GET and DELETE need a 2025-11-25 Mcp-Session-Id)"
-        )
-        await respond.error(send, 405, INVALID_REQUEST, why, None, [(b"allow", allowed), *extra])
-
     async def _preflight(self, headers: Headers, send: respond.Send) -> None:
-        out = [(b"allow", ALLOW if self.legacy else b"POST")]
+        out = [(b"allow", self.allow)]
         if headers.get("origin") is not None:
             out += [
                 *self.cors(headers),
-                (b"access-control-allow-methods", ALLOW if self.legacy else b"POST"),
+                (b"access-control-allow-methods", self.allow),
                 (b"access-control-allow-headers", _requested(headers) or CORS_ALLOW_HEADERS),
                 (b"access-control-max-age", b"600"),
             ]
@@ -456,6 +441,14 @@ class HttpApp:
             return
         data = encode(self.resource_metadata)
         await respond.json(send, 200, data, [(b"access-control-allow-origin", b"*")])
+
+
+async def refuse(
+    send: respond.Send, refusal: admission.Refusal, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer a request the admission ladder refused."""
+    headers = [*refusal.response_headers(), *extra]
+    await respond.error(send, refusal.status, refusal.code, refusal.message, None, headers)
 
 
 def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:
@@ -481,6 +474,8 @@ __all__ = [
     "ALLOW",
     "CORS_ALLOW_HEADERS",
     "CORS_EXPOSE",
+    "DEFAULT_MAX_BODY_TOTAL",
     "DEFAULT_MAX_BODY_BYTES",
     "HttpApp",
+    "refuse",
 ]

@@ -14,6 +14,7 @@ from ...jsonrpc import RequestId, error_response
 from ...server.outbound import Kind
 from ...wire import encode
 from . import sse
+from .admission import Hold, Refusal
 from .headers import status_for
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -41,7 +42,15 @@ class Disconnected(Exception):
     """The client went away before the body arrived whole."""
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes:
+class OverBudget(Exception):
+    """The body would take the bytes held by every body in flight over their budget."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+async def _read_body(receive: Receive, limit: int, hold: Hold) -> bytes:
     parts: list[bytes] = []
     size = 0
     while True:
@@ -52,6 +61,10 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise BodyTooLarge
+        if size > hold.size:  # a chunked body: held as it comes
+            refusal = hold.grow(size)
+            if refusal is not None:
+                raise OverBudget(refusal)
         parts.append(chunk)
         if not message.get("more_body", False):
             return parts[0] if len(parts) == 1 else b"".join(parts)
@@ -59,20 +72,22 @@ async def _read_body(receive: Receive, limit: int) -> bytes:
 
 if sys.version_info >= (3, 11):
 
-    async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
-        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+    async def read_body(receive: Receive, limit: int, timeout: float, hold: Hold) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds,
+        each byte held in ``hold`` (`OverBudget` when the budget cannot hold it)."""
         try:
             async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
-                return await _read_body(receive, limit)
+                return await _read_body(receive, limit, hold)
         except TimeoutError:
             raise BodyTimeout from None
 
 else:
 
-    async def read_body(receive: Receive, limit: int, timeout: float) -> bytes:
-        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds."""
+    async def read_body(receive: Receive, limit: int, timeout: float, hold: Hold) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds,
+        each byte held in ``hold`` (`OverBudget` when the budget cannot hold it)."""
         try:
-            return await asyncio.wait_for(_read_body(receive, limit), timeout)
+            return await asyncio.wait_for(_read_body(receive, limit, hold), timeout)
         except asyncio.TimeoutError:
             raise BodyTimeout from None
 
@@ -236,6 +251,7 @@ __all__ = [
     "Headers",
     "json",
     "JSON_HEADERS",
+    "OverBudget",
     "read_body",
     "Receive",
     "replied",

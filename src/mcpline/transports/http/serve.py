@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import ipaddress
 import json
 import logging
 import os
@@ -19,10 +18,11 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ...addresses import canonical_host
+from ...addresses import canonical_host, is_loopback
 
 if TYPE_CHECKING:
     from ...server.server import Server
@@ -33,6 +33,10 @@ TARGET_ENV = "MCPLINE_HTTP_TARGET"
 OPTIONS_ENV = "MCPLINE_HTTP_OPTIONS"
 """JSON of the `HttpApp` options each worker uses (set by `serve_workers`)."""
 STATE_KEY_ENV = "MCPLINE_STATE_KEY"
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds for a request's head (request line and headers) to arrive whole."""
+DEFAULT_IDLE_TIMEOUT = 5.0
+"""Seconds a kept-alive connection may stay silent between requests."""
 
 log = logging.getLogger("mcpline.server")
 
@@ -100,23 +104,20 @@ def _uvicorn() -> Any:
 
 
 def exposure_warning(host: str) -> str | None:
-    """The one-line warning for a bind on every interface (``0.0.0.0``, ``::``), else None."""
-    try:
-        unspecified = ipaddress.ip_address(host).is_unspecified
-    except ValueError:
+    """The one-line warning for a bind beyond loopback (every interface, or one address that
+    other hosts reach), else None."""
+    if is_loopback(host):
         return None
-    if not unspecified:
-        return None
+    where = f"every interface ({host})" if host in ("0.0.0.0", "::") else host
     return (
-        f"listening on every interface ({host}): any host that can reach this port can call "
-        "the server's tools; put it behind TLS and authorization (see docs/security.md), or "
-        "bind 127.0.0.1"
+        f"mcpline: warning: listening on {where}: anyone who can reach this port can call the "
+        "server, over plain HTTP; put a TLS proxy and an authorization server in front of it "
+        "(see docs/security.md), or bind 127.0.0.1"
     )
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (0 picks a free port); a bind on every
-    interface is logged once as a warning (`exposure_warning`)."""
+    """A listening TCP socket on ``host``:``port`` (0 picks a free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio turns Nagle off only on sockets that say TCP, and a
     # response's head and body are two writes (Nagle would hold the body for an ACK).
@@ -130,8 +131,6 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise HttpError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
-    if (warning := exposure_warning(host)) is not None:
-        log.warning("%s", warning)
     return sock
 
 
@@ -141,20 +140,70 @@ def _url(sock: socket.socket, path: str) -> str:
     return f"http://{shown}:{port}{path}"
 
 
-def _config(app: Any, server_options: Any, app_options: dict[str, Any], **extra: Any) -> Any:
+@dataclass(frozen=True, slots=True)
+class Connections:
+    """The connection limits of a served app (see `mcpline.transports.http.connections`):
+    ``max_connections`` open at once (None: 1024, or the open-file limit less 64 when lower),
+    ``header_timeout`` seconds for a request's head, ``idle_timeout`` seconds of silence
+    between requests on a kept-alive connection (uvicorn's ``timeout_keep_alive``)."""
+
+    max_connections: int | None = None
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ValueError("max_connections must be positive")
+        if not (self.header_timeout > 0 and self.idle_timeout > 0):
+            raise ValueError("header_timeout and idle_timeout must be positive")
+
+
+def _config(
+    app: Any,
+    server_options: Any,
+    app_options: dict[str, Any],
+    connections: Connections,
+    **extra: Any,
+) -> Any:
     uvicorn = _uvicorn()
+    try:
+        from .connections import ConnectionLimits, default_max_connections, protocol_factory
+    except ImportError:
+        raise HttpError("serving over HTTP needs httptools: pip install 'mcpline[http]'") from None
+
     header_limit = int(app_options.get("max_header_bytes", 16 * 1024))
+    limits = ConnectionLimits(
+        max_connections=connections.max_connections or default_max_connections(),
+        header_timeout=connections.header_timeout,
+        max_head_bytes=max(64 * 1024, 4 * header_limit),
+    )
     return uvicorn.Config(
         app,
+        http=protocol_factory(limits),
         log_config=None,
         access_log=False,
         lifespan="on",
         proxy_headers=False,
         server_header=False,
+        timeout_keep_alive=connections.idle_timeout,
         timeout_graceful_shutdown=max(1, int(server_options.shutdown_grace + 1.5)),
-        h11_max_incomplete_event_size=max(64 * 1024, 4 * header_limit),
         **extra,
     )
+
+
+def quiet_accept_errors(app: HttpApp) -> None:
+    """Log failed ``accept()`` calls (out of file descriptors) as one line per interval,
+    without asyncio's traceback for each (`connections.quiet_accept_errors`). An
+    `HttpApp.on_startup` hook of the processes mcpline launches."""
+    from .connections import quiet_accept_errors as install
+
+    install(asyncio.get_running_loop())
+
+
+def warn_if_exposed(host: str) -> None:
+    """`exposure_warning`, if any, as one line on stderr."""
+    if (warning := exposure_warning(host)) is not None:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def end_streams_on_signals(app: HttpApp) -> None:
@@ -184,6 +233,22 @@ def freeze_heap(app: HttpApp) -> None:
     gc.freeze()
 
 
+def _checked(
+    server: Server,
+    path: str,
+    app_options: dict[str, Any],
+    max_connections: int | None,
+    header_timeout: float,
+    idle_timeout: float,
+) -> tuple[Connections, HttpApp]:
+    """The connection limits and the app of these options; `HttpError` for bad ones."""
+    try:
+        connections = Connections(max_connections, header_timeout, idle_timeout)
+        return connections, server.http_app(path, **app_options)
+    except ValueError as exc:
+        raise HttpError(str(exc)) from None
+
+
 def serve(
     server: Server,
     host: str = "127.0.0.1",
@@ -191,19 +256,27 @@ def serve(
     *,
     path: str = "/mcp",
     ready: Callable[[str], None] | None = None,
+    max_connections: int | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     **app_options: Any,
 ) -> None:
     """Serve ``server`` at ``http://host:port/path`` in this process until SIGTERM/SIGINT.
+    ``max_connections``, ``header_timeout`` and ``idle_timeout`` are the `Connections`
+    limits; ``app_options`` those of `HttpApp`.
 
     Raises `HttpError` when it cannot start.
     """
     from ..stdio import configure_logging
 
     configure_logging()
-    app = server.http_app(path, **app_options)
-    app.on_startup += [end_streams_on_signals, freeze_heap]
-    config = _config(app, server.options, app_options)
+    connections, app = _checked(
+        server, path, app_options, max_connections, header_timeout, idle_timeout
+    )
+    app.on_startup += [end_streams_on_signals, freeze_heap, quiet_accept_errors]
+    config = _config(app, server.options, app_options, connections)
     sock = bind(host, port)
+    warn_if_exposed(host)
     url = _url(sock, app.path)
     print(f"mcpline: listening on {url}", file=sys.stderr, flush=True)
     if ready is not None:
@@ -232,6 +305,9 @@ def serve_workers(
     load: Callable[[str], Server],
     factory: Callable[[], HttpApp],
     path: str = "/mcp",
+    max_connections: int | None = None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     **app_options: Any,
 ) -> None:
     """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket.
@@ -241,7 +317,7 @@ def serve_workers(
     of it. Sealed ``requestState`` must verify on every worker, so ``$MCPLINE_STATE_KEY`` is
     required (`HttpError` otherwise). Each worker takes its bus and nonce ledger from
     ``$MCPLINE_BUS_URL`` where the file gives none (`mcpline.server.scale_out`); without a bus
-    one warning line says what is not shared."""
+    one warning line says what is not shared. The `Connections` limits hold per worker."""
     from ..stdio import configure_logging
 
     if not os.environ.get(STATE_KEY_ENV):
@@ -257,6 +333,9 @@ def serve_workers(
         raise HttpError(str(exc)) from None
     configure_logging()
     server = load(target)  # fail here, once, rather than in every worker
+    connections, _ = _checked(
+        server, path, app_options, max_connections, header_timeout, idle_timeout
+    )
     _warn_unshared(server, workers)
     _uvicorn()
     from uvicorn.supervisors import Multiprocess
@@ -268,10 +347,12 @@ def serve_workers(
         f"{factory.__module__}:{factory.__qualname__}",
         server.options,
         app_options,
+        connections,
         factory=True,
         workers=workers,
         fd=sock.fileno(),
     )
+    warn_if_exposed(host)
     print(
         f"mcpline: listening on {_url(sock, path.rstrip('/') or '/')} with {workers} workers "
         "(legacy 2025-11-25 sessions are bound to one worker: they need a single worker or "
@@ -316,12 +397,15 @@ def worker_app(server: Server) -> HttpApp:
 
     attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
     app = server.http_app(path, **options)
-    app.on_startup += [end_streams_on_signals, freeze_heap]
+    app.on_startup += [end_streams_on_signals, freeze_heap, quiet_accept_errors]
     return app
 
 
 __all__ = [
     "bind",
+    "Connections",
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
     "end_streams_on_signals",
     "exposure_warning",
     "freeze_heap",
@@ -329,10 +413,12 @@ __all__ = [
     "OPTIONS_ENV",
     "parse_bind",
     "parse_url",
+    "quiet_accept_errors",
     "serve",
     "serve_url",
     "serve_workers",
     "STATE_KEY_ENV",
     "TARGET_ENV",
+    "warn_if_exposed",
     "worker_app",
 ]
