@@ -216,8 +216,18 @@ def test_a_short_token_in_the_environment_is_a_usage_error(
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_a_short_state_key_with_workers_is_a_usage_error(tmp_path: Path) -> None:
-    argv = [*MCPLINE, "run", str(EVERYTHING), "--http", "127.0.0.1:0", "--workers", "2"]
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", str(EVERYTHING), "--http", "127.0.0.1:0", "--workers", "2"],
+        ["run", str(EVERYTHING), "--http", "127.0.0.1:0"],
+        ["run", str(EVERYTHING)],
+        ["bridge", "--http", "127.0.0.1:0", "--", sys.executable, str(EVERYTHING)],
+    ],
+    ids=["workers", "http", "stdio", "bridge"],
+)
+def test_a_short_state_key_is_a_usage_error(args: list[str]) -> None:
+    argv = [*MCPLINE, *args]
     done = subprocess.run(
         argv,
         env={**os.environ, "MCPLINE_STATE_KEY": "short"},

@@ -135,9 +135,12 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from ..bridge.backend import BackendOptions
+    from ..protocol.state import env_key_problem
     from .config import load_config, parse_headers
     from .options import UsageError
 
+    if (problem := env_key_problem()) is not None:
+        raise _Usage(problem)
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]

@@ -286,6 +286,10 @@ def task_quota(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..protocol.state import env_key_problem
+
+    if (problem := env_key_problem()) is not None:
+        _usage(problem)
     task_quota(args)
     if args.http is not None:
         return run_http(args)

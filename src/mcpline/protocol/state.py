@@ -137,6 +137,15 @@ def resolve_key(key: bytes | str | None) -> tuple[bytes, bool]:
     return raw, True
 
 
+def env_key_problem() -> str | None:
+    """Why ``$MCPLINE_STATE_KEY`` cannot be used (set but too short), else None: for a
+    command line to refuse it before it imports anything that would build a sealer."""
+    env = os.environ.get(STATE_KEY_ENV)
+    if env and len(env.encode("utf-8")) < MIN_KEY_BYTES:
+        return f"${STATE_KEY_ENV} must be at least {MIN_KEY_BYTES} bytes (it seals requestState)"
+    return None
+
+
 class StateSealer:
     """Seals and opens ``requestState`` strings for one deployment.
 
@@ -253,6 +262,7 @@ class StateSealer:
 
 
 __all__ = [
+    "env_key_problem",
     "EXCLUDED_PARAMS",
     "MAX_STATE_CHARS",
     "MemoryNonceLedger",
