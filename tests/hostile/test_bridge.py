@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,17 @@ import pytest
 from mcpline import Client
 from mcpline.errors import ServerError
 
-from ..bridge.util import EVERYTHING, MCPLINE, Proc, bridge_http, connection, path_of
+from ..bridge.util import (
+    EVERYTHING,
+    FIXTURES,
+    MCPLINE,
+    Proc,
+    bridge_http,
+    connection,
+    http_server,
+    path_of,
+)
+from ..transports.http_util import TEST_SERVER as HTTP_TEST_SERVER
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -239,3 +250,65 @@ def test_a_short_state_key_is_a_usage_error(args: list[str]) -> None:
     assert done.returncode == 2, done.stderr
     assert "at least 16 bytes" in done.stderr and "MCPLINE_STATE_KEY" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _events(directory: Path, key: str) -> list[str]:
+    path = directory / f"{key}.events"
+    return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+def test_a_call_the_child_never_answers_ends_at_the_call_timeout(tmp_path: Path) -> None:
+    """``bridge --http``: a stdio server that never answers a call; the call fails with
+    -32603 naming the bound, the child is told to cancel it, and the bridge serves on."""
+
+    async def main(url: str) -> None:
+        async with Client.http(url) as c:
+            with pytest.raises(ServerError) as info:
+                await c.call_tool("wait", {"key": "stuck", "ms": 3_600_000})
+            assert info.value.code == -32603
+            assert "did not answer tools/call within 2 s" in info.value.message
+            again = await c.call_tool("echo", {"text": "still here"})
+            assert again["content"][0]["text"] == "still here"
+
+    server = [sys.executable, str(FIXTURES / "bridge_server.py")]
+    options = ["--pool", "1", "--call-timeout", "2"]
+    with bridge_http(*server, options=options, env={"BRIDGE_EVENTS": str(tmp_path)}) as (url, _):
+        asyncio.run(asyncio.wait_for(main(url), 120))
+        deadline = time.monotonic() + 60
+        while "cancelled" not in _events(tmp_path, "stuck") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert _events(tmp_path, "stuck")[::2] == ["started", "cancelled"]
+
+
+def test_a_never_ending_upstream_stream_ends_at_the_call_timeout() -> None:
+    """``bridge --stdio``: the HTTP server's event stream for a call stays open (keep-alive
+    comments, no answer); the bridged call still ends at ``--call-timeout``."""
+
+    async def main(url: str) -> None:
+        argv = [*MCPLINE, "bridge", "--stdio", "--server", url, "--call-timeout", "2"]
+        async with Client.stdio(argv[0], argv[1:]) as c:
+            with pytest.raises(ServerError) as info:
+                await c.call_tool("wait", {"key": "stuck", "ms": 3_600_000})
+            assert info.value.code == -32603
+            assert "did not answer tools/call within 2 s" in info.value.message
+            deadline = time.monotonic() + 60
+            seen: list[str] = []
+            while "cancelled" not in seen and time.monotonic() < deadline:
+                got = await c.call_tool("events", {"key": "stuck"})
+                seen = got["structuredContent"]["result"]
+                await asyncio.sleep(0.05)
+            assert seen == ["started", "cancelled"]
+
+    with http_server(HTTP_TEST_SERVER) as (url, _):
+        asyncio.run(asyncio.wait_for(main(url), 120))
+
+
+def test_the_call_timeout_must_be_positive() -> None:
+    done = subprocess.run(
+        [*MCPLINE, "bridge", "--http", "127.0.0.1:0", "--call-timeout", "0", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2 and "--call-timeout" in done.stderr, done.stderr

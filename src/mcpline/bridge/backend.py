@@ -38,7 +38,7 @@ from .legacy_client import LegacyOverModern, RemoteWatch, UpstreamHost, bridge_i
 from .pool import Pool
 from .sessions import SessionEra
 from .translate import TranslateEra
-from .upstream import Upstream
+from .upstream import DEFAULT_CALL_TIMEOUT, Upstream
 
 if TYPE_CHECKING:
     from ..server.engine import Exchange, Peer, Routed
@@ -119,7 +119,9 @@ class BackendOptions:
     that wants its log messages (needed when upstreams are shared by several clients);
     ``handshake_timeout``: for each upstream's handshake; ``wait_timeout``: how long a
     request waits while no upstream is alive; ``input_timeout``: how long a client may take
-    to answer the server's request for input (parked calls, legacy sessions)."""
+    to answer the server's request for input (parked calls, legacy sessions);
+    ``call_timeout``: how long a forwarded request (a listen excepted) may go without an
+    answer or a progress notification before it is cancelled upstream and fails."""
 
     pool: int = 2
     legacy: str = "sessions"
@@ -127,6 +129,7 @@ class BackendOptions:
     handshake_timeout: float = 30.0
     wait_timeout: float = 10.0
     input_timeout: float = 300.0
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     state_key: bytes | str | None = None
     modern_pool: int | None = None
@@ -137,6 +140,8 @@ class BackendOptions:
             raise ValueError("the pool needs at least one upstream")
         if self.legacy not in LEGACY_MODES:
             raise ValueError(f"legacy must be one of {', '.join(LEGACY_MODES)}")
+        if not self.call_timeout > 0:
+            raise ValueError("call_timeout must be positive")
 
 
 class Backend:
@@ -173,14 +178,22 @@ class Backend:
         return self.transport().label
 
     async def _open(self, handshake: str) -> Upstream:
-        up = Upstream(self.transport(), max_line_bytes=self.options.max_line_bytes)
+        up = Upstream(
+            self.transport(),
+            max_line_bytes=self.options.max_line_bytes,
+            call_timeout=self.options.call_timeout,
+        )
         await up.open(
             handshake, client_info=self.client_info, timeout=self.options.handshake_timeout
         )
         return up
 
     async def _open_session(self) -> Upstream:
-        up = Upstream(self.transport(), max_line_bytes=self.options.max_line_bytes)
+        up = Upstream(
+            self.transport(),
+            max_line_bytes=self.options.max_line_bytes,
+            call_timeout=self.options.call_timeout,
+        )
         await up.open("none", client_info=self.client_info)
         return up
 

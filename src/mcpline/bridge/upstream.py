@@ -24,9 +24,9 @@ from ..client import era as era_mod
 from ..client.era import LEGACY, MODERN, FallBack, ServerDescription
 from ..client.session import Channel, Session
 from ..client.transports import Transport
-from ..errors import ClientError, ConnectionLost, JsonRpcError, ServerError
+from ..errors import ClientError, ConnectionLost, JsonRpcError, RequestTimeout, ServerError
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, header_params
-from ..spec import INTERNAL_ERROR, PING
+from ..spec import INTERNAL_ERROR, LISTEN, PING
 from ..wire import DEFAULT_MAX_LINE_BYTES
 
 log = logging.getLogger("mcpline.bridge")
@@ -45,6 +45,9 @@ client did not declare what the server then asks for is answered with an error."
 
 _counter = itertools.count(1)
 
+DEFAULT_CALL_TIMEOUT = 600.0
+"""Seconds a forwarded request may go without an answer or a progress notification."""
+
 
 class Upstream:
     """One open connection to the bridged server, after its handshake (if any).
@@ -52,11 +55,20 @@ class Upstream:
     ``handshake`` is ``"auto"`` (``server/discover``, else ``initialize``), ``"modern"``,
     ``"legacy"`` (the bridge's own ``initialize``) or ``"none"`` (a client's ``initialize``
     will be forwarded). Errors the server answers are raised as `JsonRpcError` with its code,
-    message and data; a lost connection as `ConnectionLost`.
+    message and data; a lost connection as `ConnectionLost`. ``call_timeout`` bounds each
+    request but a listen: with no answer and no progress for that long it is cancelled
+    upstream and fails with -32603 (None: no bound).
     """
 
-    def __init__(self, transport: Transport, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES):
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        call_timeout: float | None = DEFAULT_CALL_TIMEOUT,
+    ):
         self.number = next(_counter)
+        self.call_timeout = call_timeout
         self.transport = transport
         self.label = f"{transport.label}#{self.number}"
         self.max_line_bytes = max_line_bytes
@@ -175,12 +187,19 @@ class Upstream:
             result = await self.session.request(
                 method,
                 params,
+                timeout=None if method == LISTEN else self.call_timeout,
                 on_progress=on_progress,
                 on_notification=on_notification,
                 cancellable=cancellable,
             )
         except ServerError as exc:
             raise JsonRpcError(exc.code, exc.message, exc.data) from None
+        except RequestTimeout:
+            raise JsonRpcError(
+                INTERNAL_ERROR,
+                f"Internal error: the bridged server did not answer {method} within "
+                f"{self.call_timeout:g} s (the bridge's --call-timeout); it was cancelled",
+            ) from None
         finally:
             self.inflight -= 1
         if not isinstance(result, dict):

@@ -77,6 +77,14 @@ def register(sub: Any) -> None:
         help="how long a client may take to answer the server's request for input",
     )
     run.add_argument(
+        "--call-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="a forwarded request (a listen excepted) with no answer and no progress for this "
+        "long is cancelled upstream and fails with -32603 (default 600)",
+    )
+    run.add_argument(
         "--quiet", action="store_true", help="--http: drop the server processes' stderr"
     )
     web = p.add_argument_group("--http: security and limits (see docs/http.md)")
@@ -148,6 +156,8 @@ def _main(args: argparse.Namespace) -> int:
         raise _Usage("give --http HOST:PORT (serve a stdio server) or --stdio (serve a URL)")
     if args.pool < 1:
         raise _Usage("--pool must be at least 1")
+    if not (args.input_timeout > 0 and args.call_timeout > 0):
+        raise _Usage("--input-timeout and --call-timeout must be positive")
     if sum(bool(x) for x in (command, args.server, args.config)) != 1:
         raise _Usage("give the server as -- SERVER_CMD [ARGS...], --server URL or --config FILE")
     if args.name and not args.config:
@@ -161,6 +171,7 @@ def _main(args: argparse.Namespace) -> int:
         pool=args.pool,
         legacy=args.legacy or ("sessions" if args.http else "translate"),
         input_timeout=args.input_timeout,
+        call_timeout=args.call_timeout,
     )
     if args.http:
         if args.server or args.header:
