@@ -11,6 +11,7 @@ the caller's principal.
 from __future__ import annotations
 
 import argparse
+import json
 import asyncio
 import os
 import threading
@@ -159,6 +160,9 @@ def main() -> None:
     parser.add_argument("--body-timeout", type=float, default=1.0)
     parser.add_argument("--max-sessions", type=int, default=1024)
     parser.add_argument("--idle", type=float, default=1800.0)
+    parser.add_argument(
+        "--option", action="append", default=[], help="NAME=JSON: any other http_app option"
+    )
     args = parser.parse_args()
     options: dict[str, Any] = {
         "allowed_origins": args.origin,
@@ -168,6 +172,9 @@ def main() -> None:
         "max_sessions": args.max_sessions,
         "session_idle_timeout": args.idle,
     }
+    for item in args.option:
+        name, _, value = item.partition("=")
+        options[name] = json.loads(value)
     if args.auth:
         options["verify_token"] = _verify_raising if args.auth_raises else _verify
         options["resource_metadata"] = {

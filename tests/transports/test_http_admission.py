@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from mcpline import Server
 from mcpline.spec import INTERNAL_ERROR, INVALID_REQUEST
 from mcpline.transports.http import HttpApp, admission
 from mcpline.transports.http.admission import BodyBudget, Refusal
+from mcpline.transports.http.legacy import make_room
 from mcpline.transports.http.security import Gatekeeper
 
 from ..proc import MODERN, meta
@@ -292,3 +294,84 @@ def test_a_body_that_leaves_releases_what_it_held() -> None:
         await app.shutdown()
 
     asyncio.run(go())
+
+
+# --- per-client shares (issue "safe to expose", M6/M7) -------------------------------------
+
+
+def test_client_key_is_the_principal_else_the_remote_host() -> None:
+    assert admission.client_key("abc", ("10.0.0.1", 5000)) == "principal abc"
+    assert admission.client_key(None, ("10.0.0.1", 5000)) == "address 10.0.0.1"
+    assert admission.client_key(None, ["::1", 1]) == "address ::1"
+    assert admission.client_key("", None) == admission.client_key(None, ()) == "address ?"
+
+
+def test_shares_refuse_a_client_over_its_share_and_serve_the_others() -> None:
+    shares = admission.Shares(total=5, per_client=3, listens_per_client=1)
+    assert all(shares.admit("a", listen=False) is None for _ in range(3))
+    refused = shares.admit("a", listen=False)
+    assert refused is not None and refused.status == 429
+    assert (b"retry-after", b"1") in refused.headers
+    assert "max_requests_per_client" in refused.message and "3 requests" in refused.message
+    assert shares.admit("b", listen=True) is None
+    listen = shares.admit("b", listen=True)
+    assert listen is not None and listen.status == 429
+    assert "max_listens_per_client" in listen.message
+    assert shares.admit("b", listen=False) is None  # a call still fits beside the listen
+    full = shares.admit("c", listen=False)  # 5 in progress: the server's total
+    assert full is not None and full.status == 503 and "max_requests" in full.message
+    assert shares.in_progress == 5 and shares.requests == {"a": 3, "b": 2}
+    shares.release("b", listen=True)
+    assert shares.listens == {} and shares.admit("c", listen=False) is None
+    for _ in range(3):
+        shares.release("a", listen=False)
+    shares.release("b", listen=False)
+    shares.release("c", listen=False)
+    assert shares.in_progress == 0 and shares.requests == {} and shares.listens == {}
+
+
+def test_shares_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_listens_per_client"):
+        admission.Shares(1, 1, 0)
+
+
+@dataclass
+class FakeSession:
+    client: str
+    last_active: float
+    in_use: bool = False
+
+    def busy(self) -> bool:
+        return self.in_use
+
+
+def room(sessions: list[FakeSession], client: str, now: float = 1000.0) -> object:
+    return make_room(sessions, client, now, limit=4, per_client=2, evictable_after=600.0)
+
+
+def test_room_is_free_below_both_limits() -> None:
+    assert room([FakeSession("a", 0.0)], "a") is None
+    assert room([FakeSession("a", 0.0), FakeSession("b", 990.0)], "c") is None
+
+
+def test_a_client_at_its_share_ends_its_own_least_recently_used_idle_session() -> None:
+    older, newer = FakeSession("a", 10.0), FakeSession("a", 20.0)
+    others = [FakeSession("b", 0.0)]  # older than both, but another client's
+    assert room([newer, older, *others], "a") is older
+    older.in_use = True
+    assert room([newer, older, *others], "a") is newer
+    newer.in_use = True
+    refused = room([newer, older, *others], "a")
+    assert isinstance(refused, admission.Refusal) and refused.status == 429
+    assert "max_sessions_per_client" in refused.message
+
+
+def test_a_full_server_ends_only_a_session_idle_long_enough() -> None:
+    recent = [FakeSession(c, 900.0) for c in "abcd"]  # used 100 s ago
+    refused = room(recent, "e")
+    assert isinstance(refused, admission.Refusal) and refused.status == 503
+    assert (b"retry-after", b"1") in refused.headers and "max_sessions" in refused.message
+    stale, staler = FakeSession("b", 300.0), FakeSession("c", 100.0)
+    assert room([recent[0], stale, staler, recent[3]], "e") is staler
+    staler.in_use = True  # busy: never ended, however old
+    assert room([recent[0], stale, staler, recent[3]], "e") is stale

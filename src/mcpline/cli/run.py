@@ -19,8 +19,36 @@ SOCKET_OPTIONS = (
     "idle_timeout",
     "max_line_bytes",
 )
-HTTP_OPTIONS = {"header_timeout": "header_timeout", "max_body_total": "max_body_total_bytes"}
+HTTP_OPTIONS = {
+    "header_timeout": "header_timeout",
+    "max_body_total": "max_body_total_bytes",
+    "max_requests_per_client": "max_requests_per_client",
+    "max_listens_per_client": "max_listens_per_client",
+    "max_sessions": "max_sessions",
+    "max_sessions_per_client": "max_sessions_per_client",
+}
 """The --http-only flags (argparse names) and the `http_app`/`serve` options they set."""
+SHARE_FLAGS = (
+    (
+        "--max-requests-per-client",
+        128,
+        "requests (listens included) one client may have in progress; past it 429 with Retry-After",
+    ),
+    ("--max-listens-per-client", 32, "listens one client may hold open; past it 429"),
+    (
+        "--max-sessions",
+        1024,
+        "legacy 2025-11-25 sessions open at once; a new one ends only a "
+        "session idle for 10 minutes, else 503 with Retry-After",
+    ),
+    (
+        "--max-sessions-per-client",
+        16,
+        "legacy sessions of one client; past it the client's own "
+        "least recently used idle session ends, else 429",
+    ),
+)
+"""Per-client shares of --http: the flag, its default and what it bounds."""
 SHARED_OPTIONS = ("max_connections", "idle_timeout")
 """Options of both the socket listeners and --http."""
 
@@ -90,6 +118,13 @@ def register(sub: Any) -> None:
         help="--http: a request's headers must arrive whole within this time, else 408 and "
         "close; also closes connections that send nothing (default 10)",
     )
+    for flag, default, what in SHARE_FLAGS:
+        h.add_argument(
+            flag,
+            type=int,
+            metavar="N",
+            help=f"--http: {what} (default {default}; see docs/security.md)",
+        )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -296,8 +331,8 @@ def run(args: argparse.Namespace) -> int:
     http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
     if args.workers is not None or args.allow_origin or args.allow_host or http_only:
         _usage(
-            "--workers, --allow-origin, --allow-host, --header-timeout and --max-body-total "
-            "are for --http"
+            "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total and "
+            "the per-client shares (--max-requests-per-client, ...) are for --http"
         )
     options = socket_options(args)
     url = bus_url(args)

@@ -10,8 +10,12 @@ socket, so each is tested alone; the app climbs them in order, chaining with ``o
         return
 
 Counters whose decisions are rungs live here too: `BodyBudget` (bytes of request bodies
-held at once, across every request) decides with `over_budget`. The connection guard of
+held at once, across every request) decides with `over_budget`; `Shares` (requests and
+listens in progress, per client and in all) with `over_share`. The connection guard of
 `mcpline.transports.http.connections` decides with `connection_limit`.
+
+A **client** is who a share belongs to (`client_key`): its principal when ``verify_token``
+gave one, else its remote address.
 
 `refuse` sends ``refusal.status`` with a JSON-RPC error body (``refusal.code``,
 ``refusal.message``) and ``refusal.headers`` (plus ``Connection: close`` when ``close``).
@@ -174,7 +178,108 @@ def connection_limit(open_connections: int, limit: int) -> Refusal | None:
     return busy(f"{limit} connections are open (max_connections)", close=True)
 
 
+def over_share(what: str, used: int, limit: int, option: str, *, client: bool) -> Refusal | None:
+    """None while ``used`` (before this one) is under ``limit``; else 429 Too Many Requests
+    for a ``client``'s own share, 503 for the server's total, both with ``Retry-After``."""
+    if used < limit:
+        return None
+    retry = ((b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii")),)
+    if client:
+        why = f"Too Many Requests: this client has {used} {what} ({option}); retry later"
+        return Refusal(429, why, INTERNAL_ERROR, retry)
+    why = f"Service Unavailable: the server has {used} {what} ({option}); retry later"
+    return Refusal(503, why, INTERNAL_ERROR, retry)
+
+
+def client_key(principal_key: str | None, address: Any) -> str:
+    """Who a share belongs to: ``principal_key`` (a digest of the principal) when there is
+    one, else the remote host of ASGI's ``scope["client"]`` (``address``; all clients without
+    one, a Unix socket say, share one key)."""
+    if principal_key:
+        return "principal " + principal_key
+    if isinstance(address, (tuple, list)) and address:
+        return f"address {address[0]}"
+    return "address ?"
+
+
 # --- counters -----------------------------------------------------------------------------
+
+
+class Shares:
+    """Requests in progress (listens among them), per client and in all.
+
+    ``admit`` counts one request of a client, or refuses it (`over_share`): over ``total``
+    requests for the whole server (503), over ``per_client`` requests or ``listens_per_client``
+    listens for that client (429). ``release`` gives it back. Not thread-safe: one per event
+    loop."""
+
+    __slots__ = ("in_progress", "listens", "listens_per_client", "per_client", "requests", "total")
+
+    def __init__(self, total: int, per_client: int, listens_per_client: int) -> None:
+        for name, value in (
+            ("max_requests", total),
+            ("max_requests_per_client", per_client),
+            ("max_listens_per_client", listens_per_client),
+        ):
+            if value < 1:
+                raise ValueError(f"{name} must be positive")
+        self.total = total
+        self.per_client = per_client
+        self.listens_per_client = listens_per_client
+        self.in_progress = 0
+        """Requests in progress, every client's."""
+        self.requests: dict[str, int] = {}
+        """Requests in progress per client (absent: none)."""
+        self.listens: dict[str, int] = {}
+        """Listens open per client (absent: none)."""
+
+    def admit(self, client: str, listen: bool) -> Refusal | None:
+        """Count one request (a ``listen``, or not) of ``client``; or the refusal, counting
+        nothing."""
+        refusal = (
+            over_share(
+                "requests in progress", self.in_progress, self.total, "max_requests", client=False
+            )
+            or over_share(
+                "requests in progress",
+                self.requests.get(client, 0),
+                self.per_client,
+                "max_requests_per_client",
+                client=True,
+            )
+            or (
+                over_share(
+                    "listens open",
+                    self.listens.get(client, 0),
+                    self.listens_per_client,
+                    "max_listens_per_client",
+                    client=True,
+                )
+                if listen
+                else None
+            )
+        )
+        if refusal is None:
+            self.in_progress += 1
+            self.requests[client] = self.requests.get(client, 0) + 1
+            if listen:
+                self.listens[client] = self.listens.get(client, 0) + 1
+        return refusal
+
+    def release(self, client: str, listen: bool) -> None:
+        """Give back what `admit` counted for one request."""
+        self.in_progress -= 1
+        _decrement(self.requests, client)
+        if listen:
+            _decrement(self.listens, client)
+
+
+def _decrement(counts: dict[str, int], key: str) -> None:
+    left = counts[key] - 1
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
 
 
 class BodyBudget:
@@ -232,6 +337,7 @@ __all__ = [
     "body_size",
     "BodyBudget",
     "busy",
+    "client_key",
     "connection_limit",
     "content_type",
     "declared_length",
@@ -242,8 +348,10 @@ __all__ = [
     "not_allowed",
     "origin",
     "over_budget",
+    "over_share",
     "Refusal",
     "RETRY_AFTER_SECONDS",
+    "Shares",
     "too_large",
     "unauthorized",
 ]

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ... import jsonrpc
 from ...jsonrpc import Invalid, Notification, Request, Response
 from ...protocol.meta import has_modern_meta
-from ...spec import INTERNAL_ERROR, INVALID_REQUEST
+from ...server._task_records import owner_key
+from ...spec import INTERNAL_ERROR, INVALID_REQUEST, LISTEN
 from ...wire import encode
 from . import admission, legacy, modern, respond
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
@@ -63,13 +64,17 @@ class HttpApp:
     ``max_body_total_bytes`` bytes of bodies held at once across every request (503 with
     ``Retry-After``, decided from ``Content-Length`` before reading, and while reading a
     chunked body), ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body
-    (408), ``max_requests`` POSTs in progress at once (503). ``keepalive`` seconds of
+    (408), ``max_requests`` POSTs in progress at once (503), of which one client (its
+    principal, else its address) may have ``max_requests_per_client``, listens among them
+    ``max_listens_per_client`` (429; see `admission.Shares`). ``keepalive`` seconds of
     silence on an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB,
     or the server's ``max_line_bytes`` when smaller; ``max_body_total_bytes`` to 64 MiB, or
-    ``max_body_bytes`` when larger. Legacy sessions: at most ``max_sessions`` (the
-    least recently used idle one makes room), closed after ``session_idle_timeout`` idle
-    seconds; each of their streams keeps ``replay_bytes`` for resumption, and tells the
-    client to wait ``retry_ms`` before reconnecting.
+    ``max_body_bytes`` when larger. Legacy sessions: at most ``max_sessions``, and
+    ``max_sessions_per_client`` for one client, closed after ``session_idle_timeout`` idle
+    seconds; a new one only ever ends a session idle for ``session_evictable_after`` seconds
+    (or the same client's own least recently used idle one), else is refused (503, or 429
+    for a client at its share). Each of their streams keeps ``replay_bytes`` for
+    resumption, and tells the client to wait ``retry_ms`` before reconnecting.
     """
 
     def __init__(
@@ -86,9 +91,13 @@ class HttpApp:
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
+        max_requests_per_client: int = 128,
+        max_listens_per_client: int = 32,
         keepalive: float | None = 15.0,
         max_sessions: int = 1024,
+        max_sessions_per_client: int = 16,
         session_idle_timeout: float = 1800.0,
+        session_evictable_after: float = 600.0,
         replay_bytes: int = 1024 * 1024,
         retry_ms: int = 1000,
     ) -> None:
@@ -99,12 +108,12 @@ class HttpApp:
         for name, value in (
             ("max_body_bytes", max_body_bytes),
             ("max_header_bytes", max_header_bytes),
-            ("max_requests", max_requests),
             ("max_sessions", max_sessions),
+            ("max_sessions_per_client", max_sessions_per_client),
         ):
             if value < 1:
                 raise ValueError(f"{name} must be positive")
-        if body_timeout <= 0 or session_idle_timeout <= 0 or (keepalive or 1) <= 0:
+        if min(body_timeout, session_idle_timeout, session_evictable_after, keepalive or 1) <= 0:
             raise ValueError("timeouts and intervals must be positive")
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -126,7 +135,10 @@ class HttpApp:
         """Bytes of request bodies held at once, across every request (``max_body_total_bytes``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
-        self.max_requests = max_requests
+        self.shares = admission.Shares(
+            max_requests, max_requests_per_client, max_listens_per_client
+        )
+        """Requests and listens in progress, per client and in all."""
         self.keepalive = keepalive
         self.replay_bytes = replay_bytes
         self.retry_ms = retry_ms
@@ -134,10 +146,14 @@ class HttpApp:
         """Whether the server serves legacy (initialize) sessions (`Server(legacy=...)`)."""
         self.allow = ALLOW if self.legacy else b"POST"
         """The methods this endpoint takes (its ``Allow`` header)."""
-        self.sessions = Sessions(self, max_sessions, session_idle_timeout)
+        self.sessions = Sessions(
+            self,
+            max_sessions,
+            session_idle_timeout,
+            per_client=max_sessions_per_client,
+            evictable_after=session_evictable_after,
+        )
         self.posts: set[PostPeer] = set()
-        self.in_progress = 0
-        """POSTs being answered now (what ``max_requests`` bounds)."""
         self.on_startup: list[Callable[[HttpApp], None]] = []
         """Called (on the event loop) once `startup` has run."""
         self._stack: contextlib.AsyncExitStack | None = None
@@ -283,8 +299,11 @@ class HttpApp:
         if refusal is not None:
             await refuse(send, refusal, extra)
             return
+        client = admission.client_key(
+            None if principal is None else owner_key(principal), scope.get("client")
+        )
         if method == "POST":
-            await self._post(headers, principal, receive, send, extra)
+            await self._post(headers, principal, client, receive, send, extra)
         elif not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
             await refuse(send, admission.not_allowed(b"POST"), extra)
         elif SESSION_ID not in headers:
@@ -314,6 +333,7 @@ class HttpApp:
         self,
         headers: Headers,
         principal: Any,
+        client: str,
         receive: respond.Receive,
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
@@ -337,7 +357,7 @@ class HttpApp:
             except (respond.BodyTooLarge, respond.OverBudget, respond.BodyTimeout) as exc:
                 await refuse(send, self._unread(exc), extra)
                 return
-            await self._answer(data, headers, principal, receive, send, extra)
+            await self._answer(data, headers, principal, client, receive, send, extra)
         finally:
             hold.release()
 
@@ -355,6 +375,7 @@ class HttpApp:
         data: bytes,
         headers: Headers,
         principal: Any,
+        client: str,
         receive: respond.Receive,
         send: respond.Send,
         extra: list[tuple[bytes, bytes]],
@@ -368,18 +389,18 @@ class HttpApp:
             why = "Service Unavailable: the server is shutting down"
             await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
             return
-        if self.in_progress >= self.max_requests:
-            why = f"Service Unavailable: {self.in_progress} requests in progress (the limit)"
-            await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
+        listen = isinstance(message, Request) and message.method == LISTEN
+        refusal = self.shares.admit(client, listen)
+        if refusal is not None:
+            await refuse(send, refusal, extra, _id(message))
             return
-        self.in_progress += 1
         try:
             if self._modern(message, headers):
                 await self._modern_post(message, headers, principal, receive, send, extra)
             else:
-                await legacy.post(self, message, headers, principal, receive, send, extra)
+                await legacy.post(self, message, headers, principal, client, receive, send, extra)
         finally:
-            self.in_progress -= 1
+            self.shares.release(client, listen)
 
     def _modern(self, message: Request | Notification | Response, headers: Headers) -> bool:
         if not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
@@ -444,11 +465,14 @@ class HttpApp:
 
 
 async def refuse(
-    send: respond.Send, refusal: admission.Refusal, extra: Iterable[tuple[bytes, bytes]] = ()
+    send: respond.Send,
+    refusal: admission.Refusal,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+    request_id: Any = None,
 ) -> None:
-    """Answer a request the admission ladder refused."""
+    """Answer a request the admission ladder refused (``request_id``: once its body is read)."""
     headers = [*refusal.response_headers(), *extra]
-    await respond.error(send, refusal.status, refusal.code, refusal.message, None, headers)
+    await respond.error(send, refusal.status, refusal.code, refusal.message, request_id, headers)
 
 
 def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:

@@ -20,8 +20,8 @@ import logging
 import secrets
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ...jsonrpc import Notification, Request, RequestId, Response, duplicate_id_reply, is_valid_id
 from ...server.engine import FINAL, Exchange, Phase
@@ -29,7 +29,7 @@ from ...server.legacy import SESSION_KEY
 from ...server.outbound import Kind
 from ...spec import CANCELLED, INITIALIZE, INTERNAL_ERROR, INVALID_REQUEST, LEGACY_SSE_PRIMING_FROM
 from ...wire import encode
-from . import respond, sse
+from . import admission, respond, sse
 from .headers import LAST_EVENT_ID, SESSION_ID, Headers, accepts
 from .modern import HttpBinding, run_hooks
 
@@ -118,8 +118,10 @@ class SessionStream:
 class Session:
     """One legacy session: the `mcpline.server.engine.Peer` of all its POSTs."""
 
-    def __init__(self, app: HttpApp, session_id: str, principal: Any) -> None:
+    def __init__(self, app: HttpApp, session_id: str, principal: Any, client: str = "") -> None:
         self.id = session_id
+        self.client = client
+        """Whose session this is, for the per-client share (`admission.client_key`)."""
         self.name = f"http session {session_id[:8]}…"
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
@@ -220,27 +222,99 @@ class Session:
 
 
 class SessionsFull(Exception):
-    """Every session slot is taken by a busy session."""
+    """No room for a new session: ``refusal`` is the answer."""
+
+    def __init__(self, refusal: admission.Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+class Evictable(Protocol):
+    """What `make_room` reads of a session."""
+
+    client: str
+    last_active: float
+
+    def busy(self) -> bool: ...
+
+
+E = TypeVar("E", bound=Evictable)
+
+
+def make_room(
+    sessions: Sequence[E],
+    client: str,
+    now: float,
+    *,
+    limit: int,
+    per_client: int,
+    evictable_after: float,
+) -> E | admission.Refusal | None:
+    """What a new session of ``client`` needs among the open ``sessions``: None (there is
+    room), the session to end first, or the refusal. A client at ``per_client`` sessions
+    gives up its own least recently used idle one (429 when all are busy); a full server
+    gives up the least recently used session idle for ``evictable_after`` seconds (503 when
+    there is none): a newcomer never ends another client's session in use or recently used."""
+    mine = [s for s in sessions if s.client == client]
+    if len(mine) >= per_client:
+        idle = [s for s in mine if not s.busy()]
+        if idle:
+            return min(idle, key=_last_active)
+        return admission.over_share(
+            "sessions open", len(mine), per_client, "max_sessions_per_client", client=True
+        )
+    if len(sessions) >= limit:
+        stale = [s for s in sessions if not s.busy() and now - s.last_active >= evictable_after]
+        if stale:
+            return min(stale, key=_last_active)
+        return admission.over_share(
+            "sessions open", len(sessions), limit, "max_sessions", client=False
+        )
+    return None
+
+
+def _last_active(session: Evictable) -> float:
+    return session.last_active
 
 
 class Sessions:
-    """The legacy sessions of one app: at most ``limit``, each closed after ``idle_timeout``
-    seconds without a request or an open stream."""
+    """The legacy sessions of one app: at most ``limit``, and ``per_client`` of one client,
+    each closed after ``idle_timeout`` seconds without a request or an open stream; room for
+    a new one is made by `make_room`."""
 
-    def __init__(self, app: HttpApp, limit: int, idle_timeout: float) -> None:
+    def __init__(
+        self,
+        app: HttpApp,
+        limit: int,
+        idle_timeout: float,
+        *,
+        per_client: int = 16,
+        evictable_after: float = 600.0,
+    ) -> None:
         self._app = app
         self.limit = limit
+        self.per_client = per_client
         self.idle_timeout = idle_timeout
+        self.evictable_after = evictable_after
         self.open: dict[str, Session] = {}
 
-    async def new(self, principal: Any) -> Session:
-        """A candidate session (kept by `keep` once its initialize is accepted)."""
-        if len(self.open) >= self.limit:
-            idle = [s for s in self.open.values() if not s.busy()]
-            if not idle:
-                raise SessionsFull
-            await self.end(min(idle, key=lambda s: s.last_active))
-        session = Session(self._app, secrets.token_urlsafe(32), principal)
+    async def new(self, principal: Any, client: str = "") -> Session:
+        """A candidate session (kept by `keep` once its initialize is accepted); raises
+        `SessionsFull` when `make_room` refuses."""
+        room = make_room(
+            list(self.open.values()),
+            client,
+            asyncio.get_running_loop().time(),
+            limit=self.limit,
+            per_client=self.per_client,
+            evictable_after=self.evictable_after,
+        )
+        if isinstance(room, admission.Refusal):
+            raise SessionsFull(room)
+        if room is not None:
+            log.info("%s ended to make room for a new session", room.name)
+            await self.end(room)
+        session = Session(self._app, secrets.token_urlsafe(32), principal, client)
         self._app.engine.peers.add(session)
         return session
 
@@ -325,6 +399,7 @@ async def post(
     message: Request | Notification | Response,
     headers: Headers,
     principal: Any,
+    client: str,
     receive: respond.Receive,
     send: respond.Send,
     extra: respond.HeaderList,
@@ -339,10 +414,13 @@ async def post(
         and (named is None or named not in app.sessions.open)
     ):
         try:
-            session = await app.sessions.new(principal)
-        except SessionsFull:
-            why = f"Server busy: all {app.sessions.limit} sessions are in use"
-            await respond.error(send, 503, INTERNAL_ERROR, why, message.id, extra)
+            session = await app.sessions.new(principal, client)
+        except SessionsFull as full:
+            refused = full.refusal
+            answer = [*refused.response_headers(), *extra]
+            await respond.error(
+                send, refused.status, refused.code, refused.message, message.id, answer
+            )
             return
         await _request(app, session, message, headers, principal, receive, send, extra, new=True)
         return
@@ -509,10 +587,12 @@ async def delete(
 __all__ = [
     "delete",
     "EVENT_ID_DIGITS",
+    "Evictable",
     "find",
     "get",
     "KEPT_FACTOR",
     "KEPT_STREAMS",
+    "make_room",
     "MISSING_SESSION",
     "parse_event_id",
     "post",
