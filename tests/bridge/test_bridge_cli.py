@@ -114,7 +114,7 @@ def test_legacy_sessions_are_bounded_in_number_and_idle_time() -> None:
             async with Client.http(url, era="legacy", max_restarts=0) as c:
                 with pytest.raises(ServerError) as info:
                     await pid_of(c)
-                assert "all 2 sessions are in use" in info.value.message
+                assert "2 sessions open (max_sessions)" in info.value.message
             await a.aclose()
             assert gone_within([first]) == []
             async with Client.http(url, era="legacy") as c:

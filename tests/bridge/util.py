@@ -190,11 +190,17 @@ __all__ = [
 ]
 
 
-def connection(url: str, timeout: float = 15.0) -> http.client.HTTPConnection:
-    """A new HTTP connection to the host and port of ``url``."""
+def connection(
+    url: str, timeout: float = 15.0, source: str | None = None
+) -> http.client.HTTPConnection:
+    """A new HTTP connection to the host and port of ``url`` (from loopback address
+    ``source``, when given)."""
     parts = urlsplit(url)
     assert parts.hostname is not None and parts.port is not None
-    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    bind = None if source is None else (source, 0)
+    return http.client.HTTPConnection(
+        parts.hostname, parts.port, timeout=timeout, source_address=bind
+    )
 
 
 def path_of(url: str) -> str:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from mcpline import Client
@@ -95,8 +96,11 @@ def starts(state: Path) -> int:
     return len(path.read_text().split()) if path.exists() else 0
 
 
-def legacy_initialize(url: str, rid: int = 1, timeout: float = 30.0) -> dict[str, Any]:
-    """One raw legacy ``initialize`` POST; the JSON-RPC response (from JSON or SSE)."""
+def legacy_initialize(
+    url: str, rid: int = 1, timeout: float = 30.0, source: str | None = None
+) -> dict[str, Any]:
+    """One raw legacy ``initialize`` POST (from loopback address ``source``); the JSON-RPC
+    response (from JSON or SSE), with the HTTP status as ``"status"``."""
     body = {
         "jsonrpc": "2.0",
         "id": rid,
@@ -107,7 +111,7 @@ def legacy_initialize(url: str, rid: int = 1, timeout: float = 30.0) -> dict[str
             "clientInfo": {"name": "flood", "version": "1"},
         },
     }
-    conn = connection(url, timeout)
+    conn = connection(url, timeout, source)
     try:
         conn.request(
             "POST",
@@ -116,7 +120,7 @@ def legacy_initialize(url: str, rid: int = 1, timeout: float = 30.0) -> dict[str
             {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
         )
         resp = conn.getresponse()
-        return answer_of(resp)
+        return {**answer_of(resp), "status": resp.status}
     finally:
         conn.close()
 
@@ -312,3 +316,31 @@ def test_the_call_timeout_must_be_positive() -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and "--call-timeout" in done.stderr, done.stderr
+
+
+# --- M7: sessions are processes: bounded per client, in number and in rate ----------------
+
+
+def test_an_initialize_flood_spawns_a_bounded_number_of_processes(
+    leaky: tuple[list[str], dict[str, str], Path],
+) -> None:
+    """The review's 151 initializes started 171 processes. Now one client gets a burst of
+    --max-sessions-per-client, then --session-rate a second; the rest get 429 with
+    Retry-After at once, and another client still starts a session and is served."""
+    server, env, state = leaky
+    options = ["--max-sessions-per-client", "4", "--session-rate", "1"]
+    with bridge_http(*server, options=options, env=env) as (url, proc):
+        legacy_initialize(url, source="127.0.0.3")  # the pool is up; one session made
+        before = starts(state)
+        began = time.monotonic()
+        answers = [legacy_initialize(url, i, source="127.0.0.1") for i in range(151)]
+        elapsed = time.monotonic() - began
+        spawned = starts(state) - before
+        refused = [a for a in answers if a["status"] == 429]
+        assert refused and "faster than 1 a second" in refused[0]["error"]["message"]
+        assert spawned <= 4 + elapsed * 1 + 1, (spawned, elapsed)
+        assert len(refused) + spawned >= 151 - 1
+        victim = legacy_initialize(url, source="127.0.0.2")
+        assert victim["status"] == 200 and "result" in victim
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert len(children) <= 16 + 2  # --max-sessions, and the pool

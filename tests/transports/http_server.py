@@ -11,8 +11,8 @@ the caller's principal.
 from __future__ import annotations
 
 import argparse
-import json
 import asyncio
+import json
 import os
 import threading
 from typing import Annotated, Any

@@ -375,3 +375,25 @@ def test_a_full_server_ends_only_a_session_idle_long_enough() -> None:
     assert room([recent[0], stale, staler, recent[3]], "e") is staler
     staler.in_use = True  # busy: never ended, however old
     assert room([recent[0], stale, staler, recent[3]], "e") is stale
+
+
+def test_a_rate_limit_gives_a_burst_then_its_rate_per_client() -> None:
+    limit = admission.RateLimit(rate=2.0, burst=3)
+    assert all(limit.take("a", 0.0) is None for _ in range(3))
+    refused = limit.take("a", 0.0)
+    assert refused is not None and refused.status == 429
+    assert (b"retry-after", b"1") in refused.headers and "faster than 2" in refused.message
+    assert limit.take("b", 0.0) is None  # another client has its own bucket
+    assert limit.take("a", 0.5) is None  # one token back after 1/rate seconds
+    assert limit.take("a", 0.5) is not None
+    assert all(limit.take("a", 100.0) is None for _ in range(3))  # never more than the burst
+    assert limit.take("a", 100.0) is not None
+
+
+def test_a_rate_limit_keeps_a_bounded_number_of_clients() -> None:
+    limit = admission.RateLimit(rate=1.0, burst=2, max_clients=3)
+    for n in range(10):
+        assert limit.take(f"c{n}", float(n)) is None
+        assert len(limit.buckets) <= 3
+    with pytest.raises(ValueError):
+        admission.RateLimit(rate=0, burst=1)

@@ -116,6 +116,22 @@ def register(sub: Any) -> None:
         help="legacy sessions (each a server process) at once; default 16",
     )
     web.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=4,
+        metavar="N",
+        help="legacy sessions of one client (its token's principal, else its address); past "
+        "it the client's own least recently used idle session ends, else 429; default 4",
+    )
+    web.add_argument(
+        "--session-rate",
+        type=float,
+        default=1.0,
+        metavar="PER_SECOND",
+        help="new legacy sessions (server processes) one client may start per second, after a "
+        "burst of --max-sessions-per-client; past it 429 with Retry-After; default 1",
+    )
+    web.add_argument(
         "--session-idle-timeout",
         type=float,
         default=600.0,
@@ -201,8 +217,13 @@ def _http(
     from ..bridge.run import StderrRelay, child, serve_http
     from ..transports.http.serve import HttpError, parse_bind
 
-    if args.max_sessions < 1 or args.session_idle_timeout <= 0:
-        raise _Usage("--max-sessions and --session-idle-timeout must be positive")
+    if min(args.max_sessions, args.max_sessions_per_client) < 1 or not (
+        args.session_idle_timeout > 0 and args.session_rate > 0
+    ):
+        raise _Usage(
+            "--max-sessions, --max-sessions-per-client, --session-idle-timeout and "
+            "--session-rate must be positive"
+        )
     try:
         host, port = parse_bind(args.http)
     except HttpError as exc:
@@ -211,6 +232,8 @@ def _http(
         "allowed_origins": list(args.allow_origin),
         "allowed_hosts": list(args.allow_host),
         "max_sessions": args.max_sessions,
+        "max_sessions_per_client": args.max_sessions_per_client,
+        "session_rate": args.session_rate,
         "session_idle_timeout": args.session_idle_timeout,
     }
     if args.max_body_bytes is not None:

@@ -26,6 +26,7 @@ request has the values it needs.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,6 +275,52 @@ class Shares:
             _decrement(self.listens, client)
 
 
+class RateLimit:
+    """Events per client (new sessions, say): a bucket of ``burst`` tokens per client,
+    refilled at ``rate`` per second. ``take`` spends one, or refuses (429, ``Retry-After``
+    the seconds until the next token). At most ``max_clients`` buckets are kept: past it
+    the buckets that are full again go, then the oldest. Not thread-safe."""
+
+    __slots__ = ("buckets", "burst", "max_clients", "rate")
+
+    def __init__(self, rate: float, burst: int, max_clients: int = 4096) -> None:
+        if not (rate > 0 and burst >= 1 and max_clients >= 1):
+            raise ValueError("a rate limit needs a positive rate, burst and client count")
+        self.rate = rate
+        self.burst = burst
+        self.max_clients = max_clients
+        self.buckets: dict[str, tuple[float, float]] = {}
+        """Per client: the tokens left, and when they were counted."""
+
+    def take(self, client: str, now: float, what: str = "new sessions") -> Refusal | None:
+        """Spend one of ``client``'s tokens at time ``now`` (seconds), or the refusal."""
+        tokens, then = self.buckets.pop(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
+        if tokens < 1:
+            self.buckets[client] = (tokens, now)
+            wait = max(1, math.ceil((1 - tokens) / self.rate))
+            why = (
+                f"Too Many Requests: this client opens {what} faster than {self.rate:g} a "
+                f"second; retry in {wait} s"
+            )
+            return Refusal(429, why, INTERNAL_ERROR, ((b"retry-after", str(wait).encode()),))
+        self.buckets[client] = (tokens - 1, now)
+        if len(self.buckets) > self.max_clients:
+            self._prune(now)
+        return None
+
+    def _prune(self, now: float) -> None:
+        full = [
+            key
+            for key, (tokens, then) in self.buckets.items()
+            if tokens + (now - then) * self.rate >= self.burst
+        ]
+        for key in full:
+            del self.buckets[key]
+        while len(self.buckets) > self.max_clients:
+            del self.buckets[next(iter(self.buckets))]
+
+
 def _decrement(counts: dict[str, int], key: str) -> None:
     left = counts[key] - 1
     if left:
@@ -349,6 +396,7 @@ __all__ = [
     "origin",
     "over_budget",
     "over_share",
+    "RateLimit",
     "Refusal",
     "RETRY_AFTER_SECONDS",
     "Shares",

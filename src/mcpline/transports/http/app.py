@@ -73,7 +73,8 @@ class HttpApp:
     ``max_sessions_per_client`` for one client, closed after ``session_idle_timeout`` idle
     seconds; a new one only ever ends a session idle for ``session_evictable_after`` seconds
     (or the same client's own least recently used idle one), else is refused (503, or 429
-    for a client at its share). Each of their streams keeps ``replay_bytes`` for
+    for a client at its share); ``session_rate`` bounds the new sessions a client opens per
+    second (429). Each of their streams keeps ``replay_bytes`` for
     resumption, and tells the client to wait ``retry_ms`` before reconnecting.
     """
 
@@ -98,6 +99,7 @@ class HttpApp:
         max_sessions_per_client: int = 16,
         session_idle_timeout: float = 1800.0,
         session_evictable_after: float = 600.0,
+        session_rate: float | None = None,
         replay_bytes: int = 1024 * 1024,
         retry_ms: int = 1000,
     ) -> None:
@@ -152,6 +154,7 @@ class HttpApp:
             session_idle_timeout,
             per_client=max_sessions_per_client,
             evictable_after=session_evictable_after,
+            rate=session_rate,
         )
         self.posts: set[PostPeer] = set()
         self.on_startup: list[Callable[[HttpApp], None]] = []

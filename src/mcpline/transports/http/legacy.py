@@ -280,7 +280,8 @@ def _last_active(session: Evictable) -> float:
 class Sessions:
     """The legacy sessions of one app: at most ``limit``, and ``per_client`` of one client,
     each closed after ``idle_timeout`` seconds without a request or an open stream; room for
-    a new one is made by `make_room`."""
+    a new one is made by `make_room`. ``rate``: new sessions a client may open per second
+    (None: no bound; the bridge sets one, as each of its sessions is a process)."""
 
     def __init__(
         self,
@@ -290,8 +291,11 @@ class Sessions:
         *,
         per_client: int = 16,
         evictable_after: float = 600.0,
+        rate: float | None = None,
     ) -> None:
         self._app = app
+        self.rate = None if rate is None else admission.RateLimit(rate, per_client)
+        """New sessions per client and second (a burst of ``per_client``), when bounded."""
         self.limit = limit
         self.per_client = per_client
         self.idle_timeout = idle_timeout
@@ -300,17 +304,21 @@ class Sessions:
 
     async def new(self, principal: Any, client: str = "") -> Session:
         """A candidate session (kept by `keep` once its initialize is accepted); raises
-        `SessionsFull` when `make_room` refuses."""
+        `SessionsFull` when the client opens sessions faster than ``rate`` or `make_room`
+        refuses."""
+        now = asyncio.get_running_loop().time()
         room = make_room(
             list(self.open.values()),
             client,
-            asyncio.get_running_loop().time(),
+            now,
             limit=self.limit,
             per_client=self.per_client,
             evictable_after=self.evictable_after,
         )
         if isinstance(room, admission.Refusal):
             raise SessionsFull(room)
+        if self.rate is not None and (fast := self.rate.take(client, now)) is not None:
+            raise SessionsFull(fast)
         if room is not None:
             log.info("%s ended to make room for a new session", room.name)
             await self.end(room)
