@@ -31,6 +31,11 @@ BEGIN = "<!-- bridge:begin"
 END = "<!-- bridge:end -->"
 
 
+OPTIONS = ["--pool", "2", "--session-rate", "1000", "--max-sessions-per-client", "16"]
+"""The suite opens a legacy session per scenario, back to back, from one address: far more
+than the per-client spawn rate a bridge allows by default."""
+
+
 def collect() -> dict[str, dict[str, harness.ServerRun]]:
     """{target: {selection title: run}}, each target behind its own bridge (pool of 2), and
     server-everything over its own Streamable HTTP transport, for comparison."""
@@ -38,7 +43,7 @@ def collect() -> dict[str, dict[str, harness.ServerRun]]:
     out: dict[str, dict[str, harness.ServerRun]] = {}
     for name, argv in TARGETS.items():
         server = argv if argv is not None else everything_npm.command()
-        with bridge_http(*server, options=["--pool", "2"]) as (url, _):
+        with bridge_http(*server, options=OPTIONS) as (url, _):
             out[name] = run_all(url)
     with native_everything() as url:
         out["server-everything native"] = run_all(url)
@@ -64,7 +69,8 @@ def render(runs: dict[str, dict[str, harness.ServerRun]]) -> str:
     native = runs["server-everything native"]
     lines = [
         f"The same suite (`@modelcontextprotocol/conformance@{provision.CONFORMANCE_VERSION}`, "
-        "server scenarios) through `mcpline bridge --http 127.0.0.1:PORT --pool 2 -- SERVER`: "
+        f"server scenarios) through `mcpline bridge --http 127.0.0.1:PORT {' '.join(OPTIONS)} "
+        "-- SERVER`: "
         "the stdio server `examples/servers/everything.py` (dual-era: 2026-07-28 requests "
         "forwarded to the pool, each legacy session a process of its own), and npm's "
         f"`{everything_npm.PACKAGE}@{everything_npm.VERSION}` (legacy-only: 2026-07-28 requests "

@@ -170,3 +170,61 @@ def test_without_httptools_serving_is_a_one_line_error() -> None:
     assert done.returncode == 2
     assert "needs httptools: pip install 'mcpline[http]'" in done.stderr
     assert "Traceback" not in done.stderr and "listening" not in done.stderr
+
+
+class FakeTransport(asyncio.Transport):
+    """What the guarded protocol reads of a socket's transport: its buffered bytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffered = 0
+        self.aborted = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 5000), "sockname": ("127.0.0.1", 8000)}.get(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def is_closing(self) -> bool:
+        return self.aborted
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def close(self) -> None:
+        self.aborted = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
+        self.buffered += len(data)
+
+
+def test_a_reader_that_takes_nothing_until_the_write_deadline_is_cut_off() -> None:
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from mcpline.transports.http.connections import GuardedHttpToolsProtocol
+
+    async def main() -> None:
+        config = uvicorn.Config(lambda scope, receive, send: None, log_config=None)
+        config.load()
+        limits = ConnectionLimits(
+            max_connections=10, header_timeout=60, max_head_bytes=65536, write_timeout=60
+        )
+        protocol = GuardedHttpToolsProtocol(config, ServerState(), {}, limits=limits)
+        transport = FakeTransport()
+        protocol.connection_made(transport)
+        transport.buffered = 1_000_000
+        protocol.pause_writing()
+        assert protocol.stall is not None  # the deadline is set while the buffer is full
+        transport.buffered = 900_000
+        protocol.stalled()  # the reader took some: a new deadline, no abort
+        assert not transport.aborted and protocol.stall is not None
+        protocol.resume_writing()  # drained below the low-water mark: no deadline
+        assert protocol.stall is None
+        protocol.pause_writing()
+        protocol.stalled()  # took nothing since the deadline was set
+        assert transport.aborted
+        protocol.connection_lost(None)
+
+    asyncio.run(main())

@@ -10,7 +10,7 @@ package tests ``sys.platform`` or ``os.name`` or uses ``killpg``, ``SIGHUP`` or 
 * process trees — `spawn_options` and `adopt` (a session and process group, or a suspended
   start in a new process group and a Job Object), the `ProcessTree` they give (terminate,
   kill, alive, descendants outside the group, also found by the `TREE_ENV` marker of their
-  environment), `HOST_WATCHDOG`, `unread_pipe_bytes`;
+  environment), `HOST_WATCHDOG`, `unread_pipe_bytes`, `unsent_socket_bytes`;
 * memory and CPU — `tree_rss`, `process_memory`, `cpu_seconds`, `memory_unavailable`,
   `machine` (``/proc`` on Linux, the optional `psutil` elsewhere);
 * the rest — `HAS_UNIX_SOCKETS` / `unix_sockets_unavailable`, `owned_by_current_user`,
@@ -47,6 +47,7 @@ parent_monitor = impl.parent_monitor
 spawn_options = impl.spawn_options
 adopt = impl.adopt
 unread_pipe_bytes = impl.unread_pipe_bytes
+unsent_socket_bytes = impl.unsent_socket_bytes
 memory_unavailable = impl.memory_unavailable
 tree_rss = impl.tree_rss
 process_memory = impl.process_memory
@@ -69,6 +70,7 @@ API = (
     "spawn_options",
     "adopt",
     "unread_pipe_bytes",
+    "unsent_socket_bytes",
     "memory_unavailable",
     "tree_rss",
     "process_memory",

@@ -327,6 +327,22 @@ def unread_pipe_bytes(fd: int) -> int:
     return buf[0]
 
 
+def unsent_socket_bytes(fd: int) -> int:
+    """Bytes written to the socket ``fd`` that its peer has not acknowledged yet (Linux's
+    ``SIOCOUTQ``); 0 where the platform does not say."""
+    if not LINUX:
+        return 0
+    try:
+        import fcntl
+        import termios
+
+        buf = array.array("i", [0])
+        fcntl.ioctl(fd, termios.TIOCOUTQ, buf)  # SIOCOUTQ on a socket
+    except (ImportError, OSError):
+        return 0
+    return buf[0]
+
+
 # --- memory and CPU -----------------------------------------------------------------------
 
 

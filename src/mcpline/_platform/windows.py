@@ -367,6 +367,11 @@ def unread_pipe_bytes(fd: int) -> int:
     return 0
 
 
+def unsent_socket_bytes(fd: int) -> int:
+    """0: Windows does not say what a socket's peer has not acknowledged."""
+    return 0
+
+
 # --- memory and CPU (psutil) --------------------------------------------------------------------
 
 

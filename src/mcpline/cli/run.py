@@ -21,7 +21,9 @@ SOCKET_OPTIONS = (
 )
 HTTP_OPTIONS = {
     "header_timeout": "header_timeout",
+    "write_timeout": "write_timeout",
     "max_body_total": "max_body_total_bytes",
+    "max_outbound_total": "max_outbound_total_bytes",
     "max_requests_per_client": "max_requests_per_client",
     "max_listens_per_client": "max_listens_per_client",
     "max_sessions": "max_sessions",
@@ -117,6 +119,20 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="--http: a request's headers must arrive whole within this time, else 408 and "
         "close; also closes connections that send nothing (default 10)",
+    )
+    h.add_argument(
+        "--write-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="--http: a client that leaves the server's writes unread this long (its socket "
+        "buffer full) has its connection closed and its request cancelled (default 30)",
+    )
+    h.add_argument(
+        "--max-outbound-total",
+        type=int,
+        metavar="BYTES",
+        help="--http: bytes waiting to be written to all clients together; past it the "
+        "responses with the most queued end first (default 64 MiB; see docs/security.md)",
     )
     for flag, default, what in SHARE_FLAGS:
         h.add_argument(

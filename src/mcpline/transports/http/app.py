@@ -26,7 +26,7 @@ from ...protocol.meta import has_modern_meta
 from ...server._task_records import owner_key
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST, LISTEN
 from ...wire import encode
-from . import admission, legacy, modern, respond
+from . import admission, legacy, modern, respond, sse
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, verify
@@ -41,6 +41,8 @@ log = logging.getLogger("mcpline.server")
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """The default body limit (or the server's ``max_line_bytes``, when smaller)."""
+DEFAULT_MAX_OUTBOUND_TOTAL = 64 * 1024 * 1024
+"""Bytes waiting to be written to clients, across every response."""
 DEFAULT_MAX_BODY_TOTAL = 64 * 1024 * 1024
 """The default bytes of request bodies held at once (or ``max_body_bytes``, when larger)."""
 ALLOW = b"GET, POST, DELETE"
@@ -66,7 +68,9 @@ class HttpApp:
     chunked body), ``max_header_bytes`` (431), ``body_timeout`` seconds for the whole body
     (408), ``max_requests`` POSTs in progress at once (503), of which one client (its
     principal, else its address) may have ``max_requests_per_client``, listens among them
-    ``max_listens_per_client`` (429; see `admission.Shares`). ``keepalive`` seconds of
+    ``max_listens_per_client`` (429; see `admission.Shares`). Bytes waiting to be written
+    to clients, across every response: ``max_outbound_total_bytes`` (64 MiB; the responses
+    with the most queued end first, see `sse.OutboundBudget`). ``keepalive`` seconds of
     silence on an event stream bring a comment line. ``max_body_bytes`` defaults to 4 MiB,
     or the server's ``max_line_bytes`` when smaller; ``max_body_total_bytes`` to 64 MiB, or
     ``max_body_bytes`` when larger. Legacy sessions: at most ``max_sessions``, and
@@ -89,6 +93,7 @@ class HttpApp:
         resource_metadata: dict[str, Any] | None = None,
         max_body_bytes: int | None = None,
         max_body_total_bytes: int | None = None,
+        max_outbound_total_bytes: int = DEFAULT_MAX_OUTBOUND_TOTAL,
         max_header_bytes: int = 16 * 1024,
         body_timeout: float = 30.0,
         max_requests: int = 1024,
@@ -137,6 +142,9 @@ class HttpApp:
         """Bytes of request bodies held at once, across every request (``max_body_total_bytes``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
+        self.outbound = sse.OutboundBudget(max_outbound_total_bytes)
+        """Bytes waiting to be written to clients, every response's
+        (``max_outbound_total_bytes``)."""
         self.shares = admission.Shares(
             max_requests, max_requests_per_client, max_listens_per_client
         )
@@ -502,6 +510,7 @@ __all__ = [
     "CORS_ALLOW_HEADERS",
     "CORS_EXPOSE",
     "DEFAULT_MAX_BODY_TOTAL",
+    "DEFAULT_MAX_OUTBOUND_TOTAL",
     "DEFAULT_MAX_BODY_BYTES",
     "HttpApp",
     "refuse",

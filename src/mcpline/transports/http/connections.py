@@ -14,6 +14,9 @@ closes those gaps:
   kept-alive connection; otherwise 408 (or, when nothing came, a silent close);
 - **a header size**: a head over ``max_head_bytes`` gets 431 and a close (httptools has no
   limit of its own);
+- **a write deadline**: a connection whose reader takes none of the server's writes (the
+  socket's buffer full, and no smaller) for ``write_timeout`` seconds is aborted, which
+  frees what its response held and cancels its request (uvicorn would wait forever);
 
 and, for a request answered before its body arrived whole (a refusal, say), the rest of the
 body must come within the same ``header_timeout`` and ``max_head_bytes``, or the connection
@@ -26,6 +29,7 @@ When the process runs out of file descriptors, asyncio logs a traceback for ever
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import http
 import logging
@@ -35,7 +39,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ..._platform import open_file_limit
+from ..._platform import open_file_limit, unsent_socket_bytes
 from . import admission
 from .respond import error_body
 
@@ -74,12 +78,13 @@ class ConnectionLimits:
     max_connections: int
     header_timeout: float
     max_head_bytes: int
+    write_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_connections < 1 or self.max_head_bytes < 1:
             raise ValueError("max_connections and max_head_bytes must be positive")
-        if not self.header_timeout > 0:
-            raise ValueError("header_timeout must be positive")
+        if not (self.header_timeout > 0 and self.write_timeout > 0):
+            raise ValueError("header_timeout and write_timeout must be positive")
 
 
 def raw_response(refusal: admission.Refusal) -> bytes:
@@ -141,6 +146,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """Bytes received during the wait."""
         self.waits = 0
         """How many waits began so far."""
+        self.stall: asyncio.TimerHandle | None = None
+        """The write deadline, while the transport's buffer is full."""
+        self.unwritten = 0
+        """`unwritten_bytes` when the write deadline was last set."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -155,7 +164,50 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.watch is not None:
             self.watch.cancel()
             self.watch = None
+        if self.stall is not None:
+            self.stall.cancel()
+            self.stall = None
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stall is None:
+            self.unwritten = self.unwritten_bytes()
+            self.stall = self.loop.call_later(self.limits.write_timeout, self.stalled)
+
+    def resume_writing(self) -> None:
+        if self.stall is not None:
+            self.stall.cancel()
+            self.stall = None
+        super().resume_writing()
+
+    def unwritten_bytes(self) -> int:
+        """Bytes written and not yet taken by the peer: the transport's buffer, plus the
+        kernel's send queue where the platform tells (so that a reader taking little, slowly,
+        counts as reading)."""
+        unsent = 0
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError, ValueError):
+                unsent = unsent_socket_bytes(sock.fileno())
+        return self.transport.get_write_buffer_size() + unsent
+
+    def stalled(self) -> None:
+        """The write deadline passed with the buffer still full: if the reader took some of
+        it meanwhile, set the deadline again; if it took nothing, abort the connection (a
+        close would wait for the buffer to drain)."""
+        self.stall = None
+        unwritten = self.unwritten_bytes()
+        if unwritten < self.unwritten:
+            self.unwritten = unwritten
+            self.stall = self.loop.call_later(self.limits.write_timeout, self.stalled)
+            return
+        log.info(
+            "a client read none of the server's writes for %g s: its connection is closed "
+            "(write_timeout)",
+            self.limits.write_timeout,
+        )
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         waits = self.waits

@@ -507,7 +507,7 @@ async def _stream(
 ) -> None:
     """Write ``stream`` as this response, from the event past ``after``, until it ends, the
     server lets it go, or the client leaves (which leaves the stream to a resumption)."""
-    outbox = sse.Outbox(app.server.options.max_outbound_bytes)
+    outbox = sse.Outbox(app.server.options.max_outbound_bytes, budget=app.outbound)
     gone = asyncio.Event()
 
     def disconnected() -> None:
@@ -529,6 +529,7 @@ async def _stream(
     finally:
         if stream.outbox is outbox:
             stream.detach()
+        outbox.release()
         session.touch()
 
 

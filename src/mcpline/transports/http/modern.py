@@ -98,7 +98,7 @@ class PostPeer:
         self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
         self.overflow_hooks: list[Callable[[Any], None]] = []
         self.exchange: Exchange | None = None
-        self.outbox = sse.Outbox(app.server.options.max_outbound_bytes, self._full)
+        self.outbox = sse.Outbox(app.server.options.max_outbound_bytes, self._full, app.outbound)
         self._app = app
 
     def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
@@ -170,7 +170,10 @@ async def serve(
         if gone.is_set() or items is None:
             return
         if outbox.aborted:
-            why = "Internal error: the response outgrew the server's max_outbound_bytes"
+            why = (
+                "Internal error: the response outgrew the server's outbound limits "
+                "(max_outbound_bytes, max_outbound_total_bytes)"
+            )
             await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
             return
         if not items:  # ended unanswered: the server is shutting down
@@ -191,6 +194,7 @@ async def serve(
             exchange.cancel()
         await peer.close()
         app.close_post(peer)
+        outbox.release()
 
 
 __all__ = [

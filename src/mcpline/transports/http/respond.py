@@ -131,7 +131,13 @@ async def start(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]])
 
 
 async def body(send: Send, data: bytes, more: bool = False) -> None:
-    await send({"type": "http.response.body", "body": data, "more_body": more})
+    """Write ``data``; a large one (`sse.DRAINED_WRITE`) returns once the client has read most
+    of it (an ASGI server waits for its buffer to drain before each message)."""
+    if len(data) < sse.DRAINED_WRITE:
+        await send({"type": "http.response.body", "body": data, "more_body": more})
+        return
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": more})
 
 
 async def json(send: Send, status: int, data: bytes, headers: Headers = ()) -> None:

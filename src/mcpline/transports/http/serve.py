@@ -37,6 +37,8 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds for a request's head (request line and headers) to arrive whole."""
 DEFAULT_IDLE_TIMEOUT = 5.0
 """Seconds a kept-alive connection may stay silent between requests."""
+DEFAULT_WRITE_TIMEOUT = 30.0
+"""Seconds a reader may leave the server's writes unread (the socket's buffer full)."""
 
 log = logging.getLogger("mcpline.server")
 
@@ -145,17 +147,20 @@ class Connections:
     """The connection limits of a served app (see `mcpline.transports.http.connections`):
     ``max_connections`` open at once (None: 1024, or the open-file limit less 64 when lower),
     ``header_timeout`` seconds for a request's head, ``idle_timeout`` seconds of silence
-    between requests on a kept-alive connection (uvicorn's ``timeout_keep_alive``)."""
+    between requests on a kept-alive connection (uvicorn's ``timeout_keep_alive``),
+    ``write_timeout`` seconds a reader may leave the server's writes unread before its
+    connection is closed."""
 
     max_connections: int | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
 
     def __post_init__(self) -> None:
         if self.max_connections is not None and self.max_connections < 1:
             raise ValueError("max_connections must be positive")
-        if not (self.header_timeout > 0 and self.idle_timeout > 0):
-            raise ValueError("header_timeout and idle_timeout must be positive")
+        if not (self.header_timeout > 0 and self.idle_timeout > 0 and self.write_timeout > 0):
+            raise ValueError("header_timeout, idle_timeout and write_timeout must be positive")
 
 
 def _config(
@@ -175,6 +180,7 @@ def _config(
     limits = ConnectionLimits(
         max_connections=connections.max_connections or default_max_connections(),
         header_timeout=connections.header_timeout,
+        write_timeout=connections.write_timeout,
         max_head_bytes=max(64 * 1024, 4 * header_limit),
     )
     return uvicorn.Config(
@@ -240,10 +246,11 @@ def _checked(
     max_connections: int | None,
     header_timeout: float,
     idle_timeout: float,
+    write_timeout: float,
 ) -> tuple[Connections, HttpApp]:
     """The connection limits and the app of these options; `HttpError` for bad ones."""
     try:
-        connections = Connections(max_connections, header_timeout, idle_timeout)
+        connections = Connections(max_connections, header_timeout, idle_timeout, write_timeout)
         return connections, server.http_app(path, **app_options)
     except ValueError as exc:
         raise HttpError(str(exc)) from None
@@ -259,11 +266,12 @@ def serve(
     max_connections: int | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     **app_options: Any,
 ) -> None:
     """Serve ``server`` at ``http://host:port/path`` in this process until SIGTERM/SIGINT.
-    ``max_connections``, ``header_timeout`` and ``idle_timeout`` are the `Connections`
-    limits; ``app_options`` those of `HttpApp`.
+    ``max_connections``, ``header_timeout``, ``idle_timeout`` and ``write_timeout`` are the
+    `Connections` limits; ``app_options`` those of `HttpApp`.
 
     Raises `HttpError` when it cannot start.
     """
@@ -271,7 +279,7 @@ def serve(
 
     configure_logging()
     connections, app = _checked(
-        server, path, app_options, max_connections, header_timeout, idle_timeout
+        server, path, app_options, max_connections, header_timeout, idle_timeout, write_timeout
     )
     app.on_startup += [end_streams_on_signals, freeze_heap, quiet_accept_errors]
     config = _config(app, server.options, app_options, connections)
@@ -308,6 +316,7 @@ def serve_workers(
     max_connections: int | None = None,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
     **app_options: Any,
 ) -> None:
     """Serve ``FILE[:OBJECT]`` with ``workers`` uvicorn worker processes sharing one socket.
@@ -334,7 +343,7 @@ def serve_workers(
     configure_logging()
     server = load(target)  # fail here, once, rather than in every worker
     connections, _ = _checked(
-        server, path, app_options, max_connections, header_timeout, idle_timeout
+        server, path, app_options, max_connections, header_timeout, idle_timeout, write_timeout
     )
     _warn_unshared(server, workers)
     _uvicorn()
@@ -406,6 +415,7 @@ __all__ = [
     "Connections",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_WRITE_TIMEOUT",
     "end_streams_on_signals",
     "exposure_warning",
     "freeze_heap",
