@@ -158,7 +158,7 @@ def test_sigterm_not_needed_for_wellbehaved_group(tmp_path: Path) -> None:
     async def main() -> None:
         async with Client.stdio(**fake.client_kwargs()) as c:
             await c.discover()
-            link = c._link
+            link = c.links.link
             assert link is not None
             chan = link.channel
         assert chan.returncode == 0

@@ -51,7 +51,7 @@ DOCUMENTED = {
 
 def test_the_client_shows_a_small_public_surface() -> None:
     names = [n for n in dir(Client(StdioServer("server"))) if not n.startswith("_")]
-    assert len(names) <= 25, names
+    assert len(names) < 30, names  # issue "real seams": under 30
     assert set(names) >= DOCUMENTED
 
 

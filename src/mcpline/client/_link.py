@@ -1,6 +1,6 @@
 """The link of a `mcpline.client.Client` to its server (`Link`: one session and channel) and
-`Links`, the base class of `Client` that keeps it: opening it and learning the era, opening
-it again after a loss (with backoff), handing on what the session receives, and sending a
+`LinkKeeper`, which a `Client` holds to keep it: opening it and learning the era, opening it
+again after a loss (with backoff), handing on what the session receives, and sending a
 request on it (again on a new link when it was lost and may be resent)."""
 
 from __future__ import annotations
@@ -53,45 +53,63 @@ class Link:
         return not self.session.closed
 
 
-class Links:
-    """The part of `Client` (its base class) that keeps the link to the server."""
+class LinkKeeper:
+    """The link of one `Client` to its server, kept open: ``transport`` reaches the server,
+    ``options`` are the client's, ``handlers`` answer the server's requests for input,
+    ``client_info`` is the ``Implementation`` sent (None: mcpline's own)."""
 
-    transport: Transport
-    options: ClientOptions
-    restarts: int
-    _handlers: InputHandlers
-    _info: dict[str, Any] | None
-    _callbacks: CallbackTasks
-    _ids: count[int]
-    _link: Link | None
-    _opening: Channel | None
-    _description: ServerDescription | None
-    _start_lock: asyncio.Lock | None
-    _failures: int
-    _last_loss: str
-    _probe_deaths: int
-    _closed: bool
-    _tool_headers: dict[str, Any]
-    _listeners: set[Listener]
+    def __init__(
+        self,
+        transport: Transport,
+        options: ClientOptions,
+        handlers: InputHandlers,
+        client_info: dict[str, Any] | None,
+    ) -> None:
+        self.transport = transport
+        self.options = options
+        self.handlers = handlers
+        """What answers the server's requests for input (elicitation, sampling, roots)."""
+        self.link: Link | None = None
+        """The open link, if any (it may have died since: see `Link.alive`)."""
+        self.opening: Channel | None = None
+        """The channel whose handshake is under way."""
+        self.description: ServerDescription | None = None
+        """What the last handshake learned of the server."""
+        self.closed = False
+        """Whether the client was closed: no link opens any more."""
+        self.restarts = 0
+        """How many times the server was restarted (or reconnected) so far."""
+        self.tool_headers: dict[str, Any] = {}
+        """Each listed tool's ``x-mcp-header`` parameters (an HTTP channel mirrors them)."""
+        self.listeners: set[Listener] = set()
+        """The client's listens, told of a legacy server's notifications."""
+        self.callbacks = CallbackTasks()
+        self._info = client_info
+        self._ids = count(1)
+        self._start_lock: asyncio.Lock | None = None
+        self._failures = 0
+        self._last_loss = ""
+        self._probe_deaths = 0
 
     def _lock(self) -> asyncio.Lock:
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         return self._start_lock
 
-    async def _ensure_link(self) -> Link:
-        link = self._link
+    async def ensure(self) -> Link:
+        """The open link, opened (again) if need be."""
+        link = self.link
         if link is not None and link.alive:
             return link
         async with self._lock():
             while True:
-                if self._closed:
+                if self.closed:
                     raise ClientClosed("the client is closed")
-                link = self._link
+                link = self.link
                 if link is not None and link.alive:
                     return link
                 if link is not None:
-                    self._link = None
+                    self.link = None
                     if (
                         asyncio.get_running_loop().time() - link.opened_at
                         >= self.options.stable_after
@@ -102,21 +120,38 @@ class Links:
                     await link.channel.aclose()
                     await self._backoff()
                 try:
-                    self._link = await self._open_link()
+                    self.link = await self._open_link()
                 except ClientError as exc:
-                    if self._closed:
+                    if self.closed:
                         raise ClientClosed("the client is closed") from exc
                     if not (isinstance(exc, ConnectionLost) and exc.retriable):
                         raise
                     self._last_loss = str(exc)
                     await self._backoff()
                     continue
-                if self._closed:
+                if self.closed:
                     # aclose() ran while this link was opening and could not see it.
-                    link, self._link = self._link, None
+                    link, self.link = self.link, None
                     await link.channel.aclose()
                     raise ClientClosed("the client is closed")
-                return self._link
+                return self.link
+
+    async def aclose(self, within: float | None = None) -> int | None:
+        """Close the listens, then the link (a start under way too); the exit status of a
+        server process, when there was one."""
+        if self.closed:
+            return None
+        self.closed = True
+        for listener in list(self.listeners):
+            await listener.aclose()
+        link, self.link = self.link, None
+        opening = self.opening
+        if opening is not None:  # a start in progress: stop it (its request sees ClientClosed)
+            await opening.aclose(within)
+        if link is None:
+            return None
+        await link.channel.aclose(within)
+        return getattr(link.channel, "returncode", None)
 
     async def _backoff(self) -> None:
         o = self.options
@@ -136,7 +171,7 @@ class Links:
         o = self.options
         session = Session(
             self._on_notification,
-            self._handlers.answer,
+            self.handlers.answer,
             ids=self._ids,
             max_line_bytes=o.max_line_bytes,
             trace=o.trace,
@@ -144,9 +179,9 @@ class Links:
             max_server_requests=o.max_server_requests,
             max_outbound_bytes=o.max_outbound_bytes,
         )
-        session.tool_headers = self._tool_headers
+        session.tool_headers = self.tool_headers
         channel = await self.transport.open(session)
-        self._opening = channel
+        self.opening = channel
         try:
             description = await self._handshake(session)
         except asyncio.CancelledError:
@@ -156,12 +191,12 @@ class Links:
             await channel.aclose()
             raise
         finally:
-            self._opening = None
+            self.opening = None
         return Link(session, channel, description, asyncio.get_running_loop().time())
 
     async def _handshake(self, session: Session) -> ServerDescription:
-        caps = self._handlers.capabilities()
-        cached = self._description
+        caps = self.handlers.capabilities()
+        cached = self.description
         want = cached.era if cached is not None else self.options.era
         if want == MODERN and cached is not None:
             desc = cached
@@ -173,7 +208,7 @@ class Links:
                 desc = await era_mod.probe(
                     session,
                     caps=self._modern_caps(),
-                    info=self._client_info(),
+                    info=self.client_info(),
                     timeout=self.options.probe_timeout,
                 )
             except FallBack as fb:
@@ -192,7 +227,7 @@ class Links:
         level = self.options.log_level
         if desc.era == LEGACY and level is not None and "logging" in desc.capabilities:
             await session.request(SET_LEVEL, {"level": level}, timeout=self.options.timeout)
-        self._description = desc
+        self.description = desc
         return desc
 
     async def _initialize(
@@ -205,7 +240,7 @@ class Links:
             return await era_mod.initialize(
                 session,
                 caps=caps,
-                info=self._client_info(),
+                info=self.client_info(),
                 timeout=self.options.timeout,
                 version=version,
             )
@@ -217,7 +252,7 @@ class Links:
                 return await era_mod.probe(
                     session,
                     caps=self._modern_caps(),
-                    info=self._client_info(),
+                    info=self.client_info(),
                     timeout=self.options.timeout,
                 )
             except FallBack as fb:
@@ -230,22 +265,22 @@ class Links:
             if self.options.on_log is not None:
                 res = self.options.on_log(params)
                 if asyncio.iscoroutine(res):
-                    self._callbacks.run(res, "on_log")
+                    self.callbacks.run(res, "on_log")
             else:
                 level = PYTHON_LOG_LEVEL.get(str(params.get("level")), logging.INFO)
                 logging.getLogger("mcpline.client.server_log").log(
                     level, "%s", params.get("data"), extra={"logger_name": params.get("logger")}
                 )
             return
-        if self._description is not None and self._description.era == LEGACY:
-            for listener in list(self._listeners):
-                listener._legacy_notification(method, params)
+        if self.description is not None and self.description.era == LEGACY:
+            for listener in list(self.listeners):
+                listener.legacy_notification(method, params)
         if self.options.on_notification is not None:
             self.options.on_notification(method, params)
         else:
             log.debug("notification %s from the server", method)
 
-    def _client_info(self) -> dict[str, Any]:
+    def client_info(self) -> dict[str, Any]:
         """``client_info``, by default mcpline's name and installed version: read when the
         first request needs it, once the server is starting (loading the package metadata
         takes longer than importing the client)."""
@@ -256,19 +291,20 @@ class Links:
     def _modern_caps(self) -> dict[str, Any]:
         """The client capabilities of a modern request: the input callbacks' and, unless
         ``tasks=False``, the tasks extension."""
-        caps = self._handlers.capabilities()
+        caps = self.handlers.capabilities()
         if self.options.tasks:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
-    def _params(self, link: Link, params: dict[str, Any]) -> dict[str, Any]:
+    def params(self, link: Link, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` as sent on ``link``: with the ``_meta`` of a modern request."""
         if link.description.era != MODERN:
             return params
         if link.meta is None:
             link.meta = modern_meta(
                 link.description.protocol_version,
                 self._modern_caps(),
-                self._client_info(),
+                self.client_info(),
                 log_level=self.options.log_level,
             )
         p = dict(params)
@@ -279,7 +315,7 @@ class Links:
 
     # --- requests on the link ------------------------------------------------------------
 
-    async def _request(
+    async def request(
         self,
         method: str,
         params: dict[str, Any],
@@ -288,13 +324,15 @@ class Links:
         on_progress: ProgressCallback | None,
         idempotent: bool,
     ) -> dict[str, Any]:
+        """One request and its input rounds (sent again on a new link when it was lost and
+        is ``idempotent``); a task handle is returned as it came."""
         resent = 0
         while True:
-            link = await self._ensure_link()
+            link = await self.ensure()
             try:
                 result = await self._once(link, method, params, t, mt, on_progress)
             except ConnectionLost as exc:
-                if not (idempotent and exc.retriable) or self._closed:
+                if not (idempotent and exc.retriable) or self.closed:
                     raise
                 resent += 1
                 if resent > self.options.max_restarts:  # whatever the restart series says
@@ -319,17 +357,17 @@ class Links:
         async def send(p: dict[str, Any]) -> dict[str, Any]:
             return await link.session.request(  # type: ignore[no-any-return]
                 method,
-                self._params(link, p),
+                self.params(link, p),
                 timeout=timeout,
                 max_timeout=max_timeout,
                 on_progress=on_progress,
             )
 
         if method in MRTR_METHODS:
-            return await run_rounds(send, method, params, self._handlers, self.options.max_rounds)
+            return await run_rounds(send, method, params, self.handlers, self.options.max_rounds)
         result = await send(params)
         result_type(result, method)
         return result
 
 
-__all__ = ["Link", "Links"]
+__all__ = ["Link", "LinkKeeper"]

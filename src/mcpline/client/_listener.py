@@ -75,9 +75,9 @@ class Listener:
 
     def _start(self) -> None:
         if self._task is None:
-            if self.client._closed:
+            if self.client.links.closed:
                 raise ClientClosed("the client is closed")
-            self.client._listeners.add(self)
+            self.client.links.listeners.add(self)
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def __anext__(self) -> ServerNotification:
@@ -93,7 +93,7 @@ class Listener:
 
     async def aclose(self) -> None:
         """Stop listening (``notifications/cancelled`` is sent for the listen request)."""
-        self.client._listeners.discard(self)
+        self.client.links.listeners.discard(self)
         task = self._task
         if task is not None and not task.done():
             task.cancel()
@@ -120,7 +120,8 @@ class Listener:
             self.acknowledged = ack if isinstance(ack, dict) else {}
         self._put(ServerNotification(method, params, synthesized))
 
-    def _legacy_notification(self, method: str, params: Any) -> None:
+    def legacy_notification(self, method: str, params: Any) -> None:
+        """A notification of a legacy server, delivered when this listen asked for it."""
         if not self._legacy_active:
             return
         kind = _LEGACY_KINDS.get(method)
@@ -138,7 +139,7 @@ class Listener:
         quick = 0
         try:
             while True:
-                link = await client._ensure_link()
+                link = await client.links.ensure()
                 self.establishments += 1
                 began = loop.time()
                 try:
@@ -148,7 +149,7 @@ class Listener:
                         return
                     await self._listen_legacy(link)
                 except ConnectionLost as exc:
-                    if not exc.retriable or client._closed:
+                    if not exc.retriable or client.links.closed:
                         raise
                     log.info("listen stream lost (%s); re-establishing it", exc)
                     # A stream the server keeps ending at once (HTTP) is retried with backoff.
@@ -165,7 +166,7 @@ class Listener:
         def sent(rid: RequestId) -> None:
             self.request_id = rid
 
-        params = self.client._params(link, {"notifications": self.filter})
+        params = self.client.links.params(link, {"notifications": self.filter})
         result = await link.session.request(
             LISTEN,
             params,

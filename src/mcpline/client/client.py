@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,7 +25,7 @@ from ..spec import (
 )
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
-from ._link import Link, Links
+from ._link import LinkKeeper
 from ._listener import Listener, ServerNotification
 from .era import MODERN, ServerDescription
 from .mrtr import InputHandler, InputHandlers
@@ -34,8 +33,6 @@ from .options import ClientOptions, LogCallback
 from .session import (
     MAX_OUTBOUND_BYTES,
     MAX_SERVER_REQUESTS,
-    CallbackTasks,
-    Channel,
     NotificationCallback,
     ProgressCallback,
     Trace,
@@ -59,7 +56,7 @@ def _split(transport: type[Any], options: dict[str, Any], *given: str) -> dict[s
     return {name: options.pop(name) for name in list(options) if name in names}
 
 
-class Client(Links):
+class Client:
     """An MCP client for one server: ``Client(transport, **options)``.
 
     The transport says how to reach the server: `StdioServer` (launch a command) or
@@ -129,26 +126,15 @@ class Client(Links):
             max_outbound_bytes=max_outbound_bytes,
         )
         o = self.options
-        self._handlers = InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes)
-        self._info: dict[str, Any] | None = dict(o.client_info) if o.client_info else None
+        self.links = LinkKeeper(
+            transport,
+            o,
+            InputHandlers(o.on_elicit, o.on_sample, o.on_roots, o.elicitation_modes),
+            dict(o.client_info) if o.client_info else None,
+        )
+        """The link to the server, kept open (opened again after a crash, with backoff)."""
         self._deadline_at: float | None = None
-        self._callbacks = CallbackTasks()
-        self._ids = itertools.count(1)
-        self._link: Link | None = None
-        self._opening: Channel | None = None
-        """The channel whose handshake is under way."""
-        self._description: ServerDescription | None = None
-        self._start_lock: asyncio.Lock | None = None
-        self._failures = 0
-        self._last_loss: str = ""
-        self._probe_deaths = 0
-        self._closed = False
         self._tool_hints: dict[str, dict[str, Any]] = {}
-        self._tool_headers: dict[str, Any] = {}
-        """Each listed tool's ``x-mcp-header`` parameters (an HTTP channel mirrors them)."""
-        self._listeners: set[Listener] = set()
-        self.restarts = 0
-        """How many times the server was restarted (or reconnected) so far."""
         self.returncode: int | None = None
         """The exit status of the last server process once it ended (stdio only)."""
 
@@ -210,7 +196,7 @@ class Client(Links):
 
     async def start(self) -> ServerDescription:
         """Start the server (and learn its era) now rather than at the first request."""
-        return (await self._within("start", self._ensure_link())).description
+        return (await self._within("start", self.links.ensure())).description
 
     async def _within(self, what: str, work: Awaitable[T]) -> T:
         """``work`` bounded by what is left of ``deadline`` (unbounded without one)."""
@@ -223,7 +209,9 @@ class Client(Links):
         try:
             return await asyncio.wait_for(work, max(0.0, self._deadline_at - loop.time()))
         except asyncio.TimeoutError:
-            stage = "" if self._link is not None else " (starting the server, learning its era)"
+            stage = (
+                "" if self.links.link is not None else " (starting the server, learning its era)"
+            )
             raise RequestTimeout(
                 f"{what} timed out{stage}: the client's deadline of {deadline:g}s passed"
             ) from None
@@ -231,12 +219,17 @@ class Client(Links):
     @property
     def description(self) -> ServerDescription | None:
         """What was learned about the server, once started."""
-        return self._description
+        return self.links.description
+
+    @property
+    def restarts(self) -> int:
+        """How many times the server was restarted (or reconnected) so far."""
+        return self.links.restarts
 
     @property
     def pid(self) -> int | None:
         """The server process id (stdio only, once started)."""
-        link = self._link
+        link = self.links.link
         return getattr(link.channel, "pid", None) if link is not None else None
 
     async def aclose(self, within: float | None = None) -> None:
@@ -244,19 +237,11 @@ class Client(Links):
 
         ``within`` (seconds) shortens the transport's graces to fit (a caller whose deadline
         has passed gives little): a process server still running then is killed."""
-        if self._closed:
+        if self.links.closed:
             return
-        self._closed = True
-        for listener in list(self._listeners):
-            await listener.aclose()
-        link = self._link
-        self._link = None
-        opening = self._opening
-        if opening is not None:  # a start in progress: stop it (its request sees ClientClosed)
-            await opening.aclose(within)
-        if link is not None:
-            await link.channel.aclose(within)
-            self.returncode = getattr(link.channel, "returncode", None)
+        returncode = await self.links.aclose(within)
+        if returncode is not None:
+            self.returncode = returncode
 
     # --- requests -------------------------------------------------------------------------
 
@@ -307,12 +292,13 @@ class Client(Links):
     ) -> dict[str, Any]:
         """One request and its input rounds; a task handle is returned as it came."""
         return await self._within(
-            method, self._request(method, params, timeout, max_timeout, on_progress, idempotent)
+            method,
+            self.links.request(method, params, timeout, max_timeout, on_progress, idempotent),
         )
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""
-        link = await self._within(DISCOVER, self._ensure_link())
+        link = await self._within(DISCOVER, self.links.ensure())
         if refresh and link.description.era == MODERN:
             result = await self.request(DISCOVER)
             if not era_mod.is_discover_result(result):
@@ -320,7 +306,7 @@ class Client(Links):
                     f"{DISCOVER} returned something that is not a DiscoverResult: {result!r:.200}"
                 )
             link.description = era_mod.describe_discover(result, link.description.protocol_version)
-            self._description = link.description
+            self.links.description = link.description
         return link.description
 
     async def list_all(
@@ -391,8 +377,8 @@ class Client(Links):
             kept.append(tool)
             if params and isinstance(name, str):
                 found[name] = params
-        self._tool_headers.clear()
-        self._tool_headers.update(found)
+        self.links.tool_headers.clear()
+        self.links.tool_headers.update(found)
         return kept
 
     def _remember_tools(self, tools: list[Any]) -> None:

@@ -237,7 +237,7 @@ class TaskHandle:
         if not pending:
             return False
         try:
-            answers = await self.client._handlers.fulfil(pending)
+            answers = await self.client.links.handlers.fulfil(pending)
         except InputDeclined:
             with contextlib.suppress(Exception):
                 await self.cancel()
