@@ -1,14 +1,14 @@
 """The deadlines of a `mcpline.client.session.Session`'s requests: each request in flight
-(`Pending`) and the one sweep timer that times them out (`Deadlines`, a base class of
-`Session`)."""
+(`Pending`) and the one sweep timer that finds those past their deadline (`Deadlines`, which
+a session holds)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RequestTimeout
 from ..jsonrpc import RequestId
 
 if TYPE_CHECKING:
@@ -36,23 +36,27 @@ class Pending:
 
 
 class Deadlines:
-    """Times out a session's requests with one timer for all of them (no timer per
-    request), armed for the earliest deadline it knows of."""
+    """Finds a session's requests past their deadline with one timer for all of them (no
+    timer per request), armed for the earliest deadline it knows of. ``pending`` is the
+    session's table of requests; ``expire(pending, why)`` times one out (it leaves the table)."""
 
-    loop: asyncio.AbstractEventLoop
-    closed: bool
-    _pending: dict[RequestId, Pending]
-    _sweep: asyncio.TimerHandle | None
-    _sweep_at: float
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        pending: Mapping[RequestId, Pending],
+        expire: Callable[[Pending, str], None],
+    ) -> None:
+        self.loop = loop
+        self.pending = pending
+        self.expire = expire
+        self.stopped = False
+        self._sweep: asyncio.TimerHandle | None = None
+        self._sweep_at = 0.0
 
-    if TYPE_CHECKING:
-
-        def _forget(self, p: Pending) -> None: ...
-
-        def cancel_quietly(self, rid: RequestId, reason: str) -> None: ...
-
-    def _arm(self, when: float) -> None:
-        """Make sure the sweep runs no later than ``when``."""
+    def arm(self, when: float) -> None:
+        """Make sure the sweep runs no later than ``when`` (loop time)."""
+        if self.stopped:
+            return
         if self._sweep is not None:
             if self._sweep_at <= when:
                 return
@@ -60,13 +64,20 @@ class Deadlines:
         self._sweep_at = when
         self._sweep = self.loop.call_at(when, self._expire_due)
 
+    def stop(self) -> None:
+        """No more sweeps (the session ended)."""
+        self.stopped = True
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
+
     def _expire_due(self) -> None:
         """Time out every request past a deadline; re-arm for the earliest one left."""
         self._sweep = None
         now = self.loop.time() + 1e-6  # a timer may fire within the clock's resolution
         due: list[tuple[float, Pending, str]] = []
         upcoming: float | None = None
-        for p in self._pending.values():
+        for p in self.pending.values():
             hard, soft = p.hard_deadline, p.deadline
             if hard is not None and hard <= now and (soft is None or hard <= soft):
                 due.append((hard, p, f"no answer within the {p.max_timeout:g}s maximum"))
@@ -78,21 +89,10 @@ class Deadlines:
                     if when is not None and (upcoming is None or when < upcoming):
                         upcoming = when
         for _, p, why in sorted(due, key=lambda d: d[0]):
-            self._expire(p, why)
-        if upcoming is not None and not self.closed:
-            self._arm(upcoming)
-
-    def _expire(self, p: Pending, why: str) -> None:
-        if p.id not in self._pending:
-            return
-        self._forget(p)
-        if p.cancellable:
-            self.cancel_quietly(p.id, f"timed out: {why}")
-        if not p.future.done():
-            tail = "; it was cancelled" if p.cancellable else ""
-            p.future.set_exception(
-                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}{tail}")
-            )
+            if p.id in self.pending:
+                self.expire(p, why)
+        if upcoming is not None:
+            self.arm(upcoming)
 
 
 __all__ = ["Deadlines", "Pending"]

@@ -154,7 +154,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:
-            self.channel._stdout_closed()
+            self.channel.stdout_closed()
         elif fd == 2:
             self.channel.stderr.eof()
         elif fd == 0:
@@ -167,7 +167,7 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.can_write.set()
 
     def process_exited(self) -> None:
-        self.channel._process_exited()
+        self.channel.process_exited()
 
 
 class _DirectStdout(asyncio.Protocol):
@@ -209,7 +209,7 @@ class _StdinWatch(asyncio.BaseProtocol):
         self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.channel._stdin_lost(_platform.unread_pipe_bytes(self.fd))
+        self.channel.stdin_lost(_platform.unread_pipe_bytes(self.fd))
         self.inner.connection_lost(exc)
 
 
@@ -371,7 +371,8 @@ class ProcessChannel:
         tail = self.stderr.summary() if with_stderr else ""
         return f"{what}; stderr: {tail}" if tail else what
 
-    def _stdin_lost(self, unread: int) -> None:
+    def stdin_lost(self, unread: int) -> None:
+        """The server closed its stdin with ``unread`` bytes of ours left in the pipe."""
         if self._input_unread is None:
             self._input_unread = unread > 0 or not self._wrote
 
@@ -408,7 +409,8 @@ class ProcessChannel:
             )
         return ConnectionLost(self._describe_exit())
 
-    def _stdout_closed(self) -> None:
+    def stdout_closed(self) -> None:
+        """The server closed its stdout: the session ends (once the exit status is known)."""
         if self._settle is not None:
             self._settle.cancel()
         if self.closing:
@@ -424,7 +426,8 @@ class ProcessChannel:
             await asyncio.wait_for(self.stderr.closed.wait(), 0.5)
         self.session.eof(self._loss())
 
-    def _process_exited(self) -> None:
+    def process_exited(self) -> None:
+        """The server process exited."""
         if not self.exited.done():
             self.exited.set_result(self.returncode if self.returncode is not None else -1)
         # Output may still be in the pipe; give it a moment, then give up on it (a

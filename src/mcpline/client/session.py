@@ -17,7 +17,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from .. import jsonrpc
-from ..errors import ClientError, ConnectionLost, JsonRpcError, ProtocolError, ServerError
+from ..errors import (
+    ClientError,
+    ConnectionLost,
+    JsonRpcError,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+)
 from ..inbound import Event, Inbound, Invalid, Notification, Oversized, Request, Response
 from ..jsonrpc import RequestId
 from ..spec import (
@@ -74,7 +81,7 @@ class Channel(Protocol):
         """Close; ``within`` (seconds) bounds the graces given to the server."""
 
 
-class Session(Deadlines):
+class Session:
     """Correlates the messages of one connection. Feed it bytes; it resolves futures.
 
     Notifications that belong to no request (progress and listen streams are routed here)
@@ -131,10 +138,8 @@ class Session(Deadlines):
         self.closed = False
         self.close_reason: ClientError | None = None
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
-        self._sweep: asyncio.TimerHandle | None = None
-        """One timer for every request's deadlines (no timer per request), armed for the
-        earliest deadline it knows of; it checks all pending requests and re-arms."""
-        self._sweep_at = 0.0
+        self.deadlines = Deadlines(self.loop, self._pending, self._expire)
+        """Times out the requests in flight (one timer for all of them)."""
         self.tool_headers: dict[str, Any] = {}
         """The ``x-mcp-header`` parameters of each listed tool, by name (set by the client;
         an HTTP channel mirrors them into ``Mcp-Param-*`` headers)."""
@@ -193,10 +198,10 @@ class Session(Deadlines):
         now = self.loop.time()
         if p.timeout is not None:
             p.deadline = now + p.timeout
-            self._arm(p.deadline)
+            self.deadlines.arm(p.deadline)
         if p.max_timeout is not None:
             p.hard_deadline = now + p.max_timeout
-            self._arm(p.hard_deadline)
+            self.deadlines.arm(p.hard_deadline)
 
     def _dispatch(self, event: Event) -> None:
         kind = type(event)
@@ -522,11 +527,11 @@ class Session(Deadlines):
             now = self.loop.time()
             if timeout is not None:
                 p.deadline = now + timeout
-                self._arm(p.deadline)
+                self.deadlines.arm(p.deadline)
             if max_timeout is not None:
                 p.max_timeout = max_timeout
                 p.hard_deadline = now + max_timeout
-                self._arm(p.hard_deadline)
+                self.deadlines.arm(p.hard_deadline)
         try:
             self._send(jsonrpc.request(rid, method, params))
             if on_sent is not None:
@@ -547,6 +552,17 @@ class Session(Deadlines):
         if p.token is not None:
             self._tokens.pop(p.token, None)
 
+    def _expire(self, p: Pending, why: str) -> None:
+        """Time ``p`` out (`deadlines` found it past its deadline)."""
+        self._forget(p)
+        if p.cancellable:
+            self.cancel_quietly(p.id, f"timed out: {why}")
+        if not p.future.done():
+            tail = "; it was cancelled" if p.cancellable else ""
+            p.future.set_exception(
+                RequestTimeout(f"{p.method} (id {p.id!r}) timed out: {why}{tail}")
+            )
+
     def _fail(self, p: Pending, exc: ClientError) -> None:
         self._forget(p)
         if p.cancellable and not self.closed:
@@ -562,9 +578,7 @@ class Session(Deadlines):
             return
         self.closed = True
         self.close_reason = exc
-        if self._sweep is not None:
-            self._sweep.cancel()
-            self._sweep = None
+        self.deadlines.stop()
         for p in list(self._pending.values()):
             self._forget(p)
             if not p.future.done():
