@@ -38,10 +38,11 @@ def _check_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     first = next((a for a in argv if not a.startswith("-")), None)
     if first is None or argv.index(first) != 0:
         return  # an option first (--help, --version): argparse handles it
+    # argparse lists its subcommands only on these private members (no public accessor).
     commands = [
         name
-        for action in parser._actions
-        if isinstance(action, argparse._SubParsersAction)
+        for action in parser._actions  # noqa: SLF001 (argparse internals, see above)
+        if isinstance(action, argparse._SubParsersAction)  # noqa: SLF001 (argparse internals)
         for name in action.choices
     ]
     if first not in commands:
