@@ -1,5 +1,7 @@
-# One command each: `make demo` (install + run the demo), `make test` (install + run every test),
-# `make docs` (install the doc tools + build the site into site/, warnings as errors).
+# One command each: `make demo` (install + run the demo), `make test` (install + run every test,
+# then list the 15 slowest), `make test-fast` (the unit and in-memory tests, well under a
+# minute), `make flakes` (the suite several times under heavy load; POSIX only), `make docs`
+# (install the doc tools + build the site into site/, warnings as errors).
 # Without make (Windows): `python -m scripts.ci test` / `python -m scripts.ci lint`.
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $@
 
-.PHONY: install demo test lint bench docs
+.PHONY: install demo test test-fast flakes lint bench docs
 install: $(BIN)/.installed
 
 demo: $(BIN)/.installed
@@ -19,6 +21,19 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest
+
+# The tests marked `fast` (tests/conftest.py): unit tests and the in-memory driver's tests,
+# no process, no socket, no download.
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -m fast
+
+# The suite RUNS times beside busy loops, disk writers, process spawners and loopback
+# churners (scripts/flakes.py), then every test that failed at least once. POSIX only.
+# `make flakes RUNS=1 FLAKES_ARGS='-- tests/cli'` for a short look.
+RUNS ?= 5
+FLAKES_ARGS ?=
+flakes: $(BIN)/.installed
+	$(BIN)/python -m scripts.flakes --runs $(RUNS) $(FLAKES_ARGS)
 
 # ruff, ruff format, mypy --strict (also as Windows and macOS see the code), actionlint on
 # .github/workflows: the list is scripts/ci.py's, which hosted CI runs without make.

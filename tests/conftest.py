@@ -28,13 +28,30 @@ PLATFORM_MARKS = {
 """Each platform marker (registered in pyproject.toml) and whether it runs here."""
 
 
+UNIT_TESTS = (
+    "tests/protocol/",
+    "tests/test_jsonrpc.py",
+    "tests/test_wire.py",
+    "tests/test_inbound.py",
+    "tests/test_memory.py",
+    "tests/server/test_core_unit.py",
+    "tests/client/test_session_unit.py",
+)
+"""Test files that start no process and open no socket: with the in-memory driver's tests,
+the ``fast`` tier (``make test-fast``)."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that needs the ``redis_server`` fixture needs Linux (it provisions Debian's
-    redis-server)."""
-    mark = pytest.mark.linux_only(reason="provisions redis-server from Debian packages")
+    redis-server); the unit tests and the tests on the in-memory driver are marked ``fast``."""
+    linux = pytest.mark.linux_only(reason="provisions redis-server from Debian packages")
     for item in items:
         if "redis_server" in getattr(item, "fixturenames", ()):
-            item.add_marker(mark)
+            item.add_marker(linux)
+        if item.nodeid.startswith(UNIT_TESTS) or (
+            item.get_closest_marker("driver") is not None and driver_of(item) == "memory"
+        ):
+            item.add_marker(pytest.mark.fast)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

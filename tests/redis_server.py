@@ -12,7 +12,10 @@
    such package (no package lists yet) the lists are fetched into ``.cache/redis/apt``;
 4. as root only: ``apt-get install -y redis-server``.
 
-Anything else raises `ProvisionError` (the tests that need Redis then fail). Concurrent
+Anything else raises `ProvisionError` (the tests that need Redis then fail) naming the
+step and the command that retries it; downloads are retried on network errors
+(`tests.provisioning.retrying`). The marker records the size and SHA-256 of the unpacked
+binary and is written last: a half-done or damaged copy is downloaded again. Concurrent
 callers serialise on an ``fcntl.flock``; the second finds the first one's marker.
 
 `RedisServer` runs one ``redis-server`` on a free loopback port in a temporary directory
@@ -36,7 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .provisioning import ProvisionError, locked, run
+from .provisioning import ProvisionError, fingerprint, intact, locked, retrying, run, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".cache" / "redis"
@@ -47,6 +50,8 @@ MARKER = CACHE / "provisioned.json"
 LOCK_FILE = REPO / ".cache" / ".redis-provision.lock"
 PACKAGES = ("redis-server", "redis-tools")
 TIMEOUT = 300.0
+RETRY = "python -m tests.redis_server --force"
+"""The command that provisions again by hand (from the repository's root, in its venv)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,11 @@ class _Apt:
             "-o",
             "Debug::NoLocking=1",
         ]
-        _run(["apt-get", "-q", *self.options, "update"], "fetching package lists")
+        retrying(
+            lambda: _run(["apt-get", "-q", *self.options, "update"], "apt-get update"),
+            "fetching the package lists",
+            RETRY,
+        )
 
     def depends(self, package: str) -> list[list[str]]:
         """``package``'s Depends and PreDepends, each a list of alternatives."""
@@ -128,11 +137,16 @@ class _Apt:
         return groups
 
     def download(self, packages: list[str], into: Path) -> None:
-        _run(
-            ["apt-get", "-q", *self.options, "download", *packages],
-            f"downloading {' '.join(packages)}",
-            cwd=into,
-        )
+        def attempt() -> None:
+            for partial in into.glob("*.deb"):
+                partial.unlink()
+            _run(
+                ["apt-get", "-q", *self.options, "download", *packages],
+                "apt-get download",
+                cwd=into,
+            )
+
+        retrying(attempt, f"downloading {' '.join(packages)}", RETRY)
 
 
 def _installed(package: str) -> bool:
@@ -204,29 +218,37 @@ def _unpack() -> RedisBinary:
     binary = _checked(
         RedisBinary(path, {"LD_LIBRARY_PATH": os.pathsep.join(_library_dirs(ROOT))}, how="download")
     )
-    tmp = MARKER.with_suffix(".tmp")
-    tmp.write_text(
-        json.dumps(
-            {
-                "path": str(path),
-                "env": binary.env,
-                "version": binary.version,
-                "debs": [d.name for d in debs],
-            },
-            indent=2,
-        )
-    )
-    os.replace(tmp, MARKER)
+    _write_marker(binary, [d.name for d in debs])
     return binary
 
 
+def _write_marker(binary: RedisBinary, debs: list[str]) -> None:
+    write_json(
+        MARKER,
+        {
+            "path": str(binary.path),
+            "env": binary.env,
+            "version": binary.version,
+            "debs": debs,
+            "artefact": fingerprint(binary.path),
+        },
+    )
+
+
 def _cached() -> RedisBinary | None:
+    """The provisioned copy if its marker vouches for it and it still answers ``--version``
+    (a marker from before fingerprints gets one)."""
     try:
         data = json.loads(MARKER.read_text())
         binary = RedisBinary(Path(data["path"]), dict(data["env"]), how="cache")
-        if not binary.path.exists():
+        if not binary.path.is_file():
             return None
-        return _checked(binary)
+        if "artefact" in data and not intact(binary.path, data["artefact"]):
+            return None
+        checked = _checked(binary)
+        if "artefact" not in data:
+            _write_marker(checked, list(data.get("debs", [])))
+        return checked
     except (OSError, ValueError, KeyError, TypeError, ProvisionError):
         return None
 
@@ -258,11 +280,21 @@ def redis_binary(force: bool = False) -> RedisBinary:
             return _unpack()
         except ProvisionError as unpack_error:
             if os.geteuid() != 0:
-                raise
+                raise _retryable(unpack_error) from None
             try:
                 return _apt_install()
             except ProvisionError as install_error:
-                raise ProvisionError(f"{unpack_error}\n\nthen: {install_error}") from None
+                raise _retryable(
+                    ProvisionError(f"{unpack_error}\n\nthen: {install_error}")
+                ) from None
+
+
+def _retryable(error: ProvisionError) -> ProvisionError:
+    """``error`` as the tests report it: what failed, and the command that retries."""
+    text = str(error)
+    if "To retry:" not in text:
+        text += f"\n\nTo retry: {RETRY}"
+    return ProvisionError(f"provisioning redis-server: {text}", transient=error.transient)
 
 
 # --- a running server -----------------------------------------------------------------------

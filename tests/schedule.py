@@ -23,7 +23,7 @@ SLOW_FIRST = (
     "tests/check/test_check_peers.py::test_peer_runs_to_completion_and_reports_honestly",
     "tests/check/test_inspector.py::test_inspector_cli_against_everything",  # + npm install
     "tests/check/test_fuzz.py::test_client_fed_fuzzed_server_output_survives",
-    "tests/check/test_citations.py::test_every_rule_of_a_real_run_cites_verified_sections",
+    # (its `mcpline check` run is shared with test_citations, which then finds it done)
     "tests/check/test_check_cli.py::test_everything_passes_with_no_skips",
     "tests/bridge/test_bridge_stdio.py::test_mcpline_check_passes_every_check_through_the",
     "tests/bridge/test_bridge_faults.py::test_a_server_that_crashes_in_a_loop",

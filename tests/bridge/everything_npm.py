@@ -42,7 +42,9 @@ def command(mode: str = "stdio") -> list[str]:
                     raise provision.ProvisionError(
                         f"{PACKAGE}@{VERSION} installed, {entry} missing"
                     )
-                provision._write_marker(PREFIX, PACKAGE, VERSION)
+                provision._write_marker(
+                    PREFIX, PACKAGE, VERSION, artefact=provision.fingerprint(entry)
+                )
     return [str(node), str(entry), mode]
 
 

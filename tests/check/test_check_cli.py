@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 from .util import EXAMPLES, MCPLINE, REPO, failed, run_check, statuses
 
@@ -40,10 +41,10 @@ def test_quickstart_passes_every_check() -> None:
     assert st["concurrency.slow-does-not-block"] == "SKIP"
 
 
-def test_everything_passes_with_no_skips_for_tool_driven_checks() -> None:
-    code, report = run_check(
-        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "servers" / "everything.py")]
-    )
+def test_everything_passes_with_no_skips_for_tool_driven_checks(
+    everything_check: tuple[int, dict[str, Any]],
+) -> None:
+    code, report = everything_check
     assert failed(report) == {}
     assert code == 0
     st = statuses(report)

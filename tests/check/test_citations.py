@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from pathlib import Path
+from typing import Any
 
 from mcpline.check.cite import JSONRPC_BASE, SPEC_BASE, references
 
-from .util import EXAMPLES, REPO, run_check
+from .util import REPO
 
 # Pages and heading anchors verified against the specification source:
 # modelcontextprotocol/modelcontextprotocol, docs/specification/2026-07-28/ (PAGE.mdx or
@@ -80,10 +80,10 @@ def test_unverified_rejects_what_does_not_exist() -> None:
     ]
 
 
-def test_every_rule_of_a_real_run_cites_verified_sections() -> None:
-    _, report = run_check(
-        "--exit-timeout", "3", server=[sys.executable, str(EXAMPLES / "servers" / "everything.py")]
-    )
+def test_every_rule_of_a_real_run_cites_verified_sections(
+    everything_check: tuple[int, dict[str, Any]],
+) -> None:
+    _, report = everything_check
     assert len(report["checks"]) > 50
     for check in report["checks"]:
         rule = check["rule"]

@@ -289,16 +289,17 @@ def test_demo() -> None:
 
 
 def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.py"
-    bad.write_text("import mcpline_no_such_module_anywhere\n")
-    t0 = time.monotonic()
+    bad, starts = tmp_path / "bad.py", tmp_path / "starts"
+    bad.write_text(
+        f"with open({str(starts)!r}, 'a') as f:\n    f.write('start\\n')\n"
+        "import mcpline_no_such_module_anywhere\n"
+    )
     proc = cli("tools", "--", PY, str(bad))
-    elapsed = time.monotonic() - t0
     assert proc.returncode == 2 and proc.stdout == ""
     line = one_line_error(proc)
     assert "before answering its first request" in line
     assert "ModuleNotFoundError: No module named 'mcpline_no_such_module_anywhere'" in line
-    assert elapsed < 5.0  # no restarts (they alone would take 0.2 + 0.4 + 0.8 s and 4 starts)
+    assert starts.read_text() == "start\n"  # started once: no restarts
 
 
 TIMEOUT_SERVER = str(FIXTURES / "timeout_server.py")
@@ -325,4 +326,5 @@ def test_timeout_is_an_overall_deadline(
     wall = time.monotonic() - t0
     assert proc.returncode == 2 and "timed out" in one_line_error(proc)
     # 1 s of requests, then at most 1 s of stdin grace, 1 s after SIGTERM and the SIGKILL
-    assert wall <= 5.0, f"--timeout 1 took {wall:.1f}s"
+    # Without the overall deadline these take 60 s or never end; a 3x slower machine: 9 s.
+    assert wall <= 15.0, f"--timeout 1 took {wall:.1f}s"

@@ -402,4 +402,4 @@ def test_the_deadline_still_holds_on_a_terminal() -> None:
         code, shown, out = term.finish()
     assert code == 2 and out == "", shown
     assert "mcpline call: tools/call nap timed out: the deadline of 1s passed" in shown
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 30  # the tool naps 60 s

@@ -301,7 +301,7 @@ def failing(handler: Any, *, timeout: float = 5.0, **kw: Any) -> ClientError:
                 started = time.monotonic()
                 with pytest.raises(ClientError) as ei:
                     await c.call_tool("x", {})
-                assert time.monotonic() - started < timeout + 3
+                assert time.monotonic() - started < timeout + 10  # in time, not a hang
                 return ei.value
 
     return run(main(), timeout=timeout * 4 + 10)

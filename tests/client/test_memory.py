@@ -123,7 +123,7 @@ def test_calls_run_side_by_side_and_a_timeout_cancels_on_the_server() -> None:
                 *(client.call_tool("nap", {"ms": 300}) for _ in range(20))
             )
             assert all(r["content"][0]["text"] == "rested" for r in results)
-            assert asyncio.get_running_loop().time() - started < 3  # not 20 × 300 ms
+            assert asyncio.get_running_loop().time() - started < 5  # not 20 × 300 ms (6 s)
             with pytest.raises(RequestTimeout):
                 await client.call_tool("nap", {"ms": 5000}, timeout=0.2)
             [peer] = server._engine.peers

@@ -265,7 +265,7 @@ def test_a_token_endpoint_that_never_answers_fails_within_the_oauth_timeout() ->
         started = loop.time()
         with pytest.raises(AuthError, match="token endpoint") as ei:
             await c.discover()
-        assert loop.time() - started < 5
+        assert loop.time() - started < 8  # the 1 s OAuth timeout, not the 10 s request one
         assert SECRET not in str(ei.value)
 
     session(world, body, timeout=1.0)

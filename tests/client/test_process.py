@@ -35,7 +35,8 @@ def test_eager_start_and_clean_exit_on_stdin_eof() -> None:
             assert pid is not None and pid_alive(pid)
             t0 = time.monotonic()
         elapsed = time.monotonic() - t0
-        assert elapsed < 1.5  # it left on stdin EOF, no signal needed
+        assert elapsed < 10  # well before close_grace + term_grace would have run out
+        assert client.returncode == 0  # it left on stdin EOF, no signal needed
         assert _reaped(pid)
 
     run(main())
@@ -45,11 +46,11 @@ def test_server_ignoring_stdin_eof_gets_sigterm(tmp_path: Path) -> None:
     fake = Fake(tmp_path, "ignore-eof")
 
     async def main() -> None:
-        async with Client.stdio(**fake.client_kwargs(close_grace=0.5, term_grace=2.0)) as c:
+        async with Client.stdio(**fake.client_kwargs(close_grace=0.5, term_grace=60.0)) as c:
             await c.discover()
             pid = c.pid
             t0 = time.monotonic()
-        assert 0.4 <= time.monotonic() - t0 < 3.0
+        assert 0.4 <= time.monotonic() - t0 < 20  # SIGTERM ended it, not a SIGKILL at 60 s
         assert pid is not None and _reaped(pid)
 
     run(main())
@@ -63,7 +64,7 @@ def test_server_ignoring_sigterm_gets_sigkill(tmp_path: Path) -> None:
             await c.discover()
             pid = c.pid
             t0 = time.monotonic()
-        assert 0.7 <= time.monotonic() - t0 < 4.0
+        assert 0.7 <= time.monotonic() - t0 < 15
         assert pid is not None and _reaped(pid)
 
     run(main())
@@ -83,7 +84,7 @@ def test_wrapper_grandchild_is_terminated_too(tmp_path: Path) -> None:
             grandchild = fake.pid()
             assert shell is not None and grandchild != shell
             t0 = time.monotonic()
-        assert time.monotonic() - t0 < 5.0
+        assert time.monotonic() - t0 < 15
         assert _reaped(shell)
         return grandchild
 

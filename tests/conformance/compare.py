@@ -64,7 +64,7 @@ TASKS_SKIPPED = ("tasks-status-notifications",)
 
 
 @contextlib.contextmanager
-def serve_mcpline(startup_timeout: float = 30.0) -> Iterator[str]:
+def serve_mcpline(startup_timeout: float = 120.0) -> Iterator[str]:
     """``mcpline run examples/servers/everything.py --http 127.0.0.1:0``; yields its URL."""
     proc = subprocess.Popen(
         [str(MCPLINE), "run", str(EVERYTHING), "--http", "127.0.0.1:0"],

@@ -381,7 +381,7 @@ def tally(results: Sequence[ScenarioResult]) -> str:
 
 
 @contextlib.contextmanager
-def serve_sdk_fixture(startup_timeout: float = 30.0) -> Iterator[str]:
+def serve_sdk_fixture(startup_timeout: float = 120.0) -> Iterator[str]:
     """Start ``sdk_fixture.py`` on a free loopback port; yield its URL; stop it afterwards."""
     proc = subprocess.Popen(
         [sys.executable, str(SDK_FIXTURE), "--port", "0"],

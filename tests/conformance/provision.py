@@ -11,10 +11,17 @@ git-ignored ``<repo>/.cache``:
 Only the machine's ``npm`` is needed. The suite's CLI entry is always run with the Node 22
 binary explicitly (``npx`` or the ``.bin`` shim would pick the Node 20 on ``PATH``).
 
-Reruns are instant: each install leaves a marker naming what it installed, and nothing runs
-while the marker matches the pins. Concurrent callers (parallel test processes) serialise on
-an ``fcntl.flock`` and the second one finds the first one's marker. Any failure raises
-``ProvisionError`` with the command and npm's output.
+Reruns are instant: each install leaves a marker naming what it installed and the size and
+SHA-256 of its binary (Node) or entry script (the suite), written only once the install
+answered ``--version`` with the pinned version. Nothing runs while the marker matches the pins
+and the file (hashed once per process); a half-done or damaged install is redone. Concurrent
+callers (parallel test processes) serialise on an ``fcntl.flock`` and the second one finds
+the first one's marker. npm is retried on network errors (`tests.provisioning.retrying`);
+any failure raises ``ProvisionError`` with the command, npm's output, and how to retry.
+
+The suite runs with ``patient_fetch.cjs`` preloaded: its HTTP client opens a new connection
+per request (a keep-alive connection the server is closing made a loaded run fail with
+``fetch failed``) and waits up to a minute to connect.
 
 Standard library only, so it also runs as a script:
 
@@ -32,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..provisioning import ProvisionError, locked, run
+from ..provisioning import ProvisionError, fingerprint, intact, locked, retrying, run
 
 NODE_VERSION = "22.23.5"
 CONFORMANCE_VERSION = "0.2.0-alpha.12"
@@ -46,6 +53,9 @@ CONFORMANCE_PREFIX = CACHE / "conformance"
 LOCK_FILE = CACHE / ".conformance-provision.lock"
 MARKER = ".provisioned.json"
 INSTALL_TIMEOUT = 600.0
+PRELOAD = Path(__file__).resolve().parent / "patient_fetch.cjs"
+RETRY = "python -m tests.conformance.provision --force"
+"""The command that provisions again by hand (from the repository's root, in its venv)."""
 
 
 def _node_package() -> str:
@@ -77,13 +87,21 @@ def _read_marker(prefix: Path) -> dict[str, str] | None:
 
 
 def _is_current(prefix: Path, package: str, version: str, artefact: Path) -> bool:
+    """The marker names ``package@version`` and ``artefact`` exists, with the size and
+    SHA-256 the marker recorded when it recorded them."""
     marker = _read_marker(prefix)
     return (
         marker is not None
         and marker.get("package") == package
         and marker.get("version") == version
         and artefact.is_file()
+        and ("artefact" not in marker or intact(artefact, marker["artefact"]))
     )
+
+
+def _fingerprinted(prefix: Path) -> bool:
+    marker = _read_marker(prefix)
+    return marker is not None and "artefact" in marker
 
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> str:
@@ -95,10 +113,6 @@ def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> Non
     npm = shutil.which("npm")
     if npm is None:
         raise ProvisionError(f"npm is not on PATH; it is needed to install {spec}")
-    # The marker goes first, so a concurrent fast-path reader never trusts a half-removed tree.
-    (prefix / MARKER).unlink(missing_ok=True)
-    shutil.rmtree(prefix, ignore_errors=True)
-    prefix.mkdir(parents=True)
     env = {
         **os.environ,
         "NPM_CONFIG_UPDATE_NOTIFIER": "false",
@@ -110,27 +124,47 @@ def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> Non
         # install script) runs under the Node the package declares in `engines`.
         env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
     cmd = [npm, "install", "--prefix", str(prefix), "--save-exact", "--no-audit", "--no-fund", spec]
-    _run(cmd, f"installing {spec}", env=env)
+
+    def attempt() -> None:
+        # The marker goes first, so a concurrent fast-path reader never trusts a half-removed
+        # tree; each try starts from an empty prefix.
+        (prefix / MARKER).unlink(missing_ok=True)
+        shutil.rmtree(prefix, ignore_errors=True)
+        prefix.mkdir(parents=True)
+        _run(cmd, f"npm install {spec}", env=env)
+
+    retrying(attempt, f"installing {spec} into {prefix}", RETRY)
 
 
-def _write_marker(prefix: Path, package: str, version: str, **extra: str) -> None:
+def _write_marker(prefix: Path, package: str, version: str, **extra: object) -> None:
     tmp = prefix / (MARKER + ".tmp")
     tmp.write_text(json.dumps({"package": package, "version": version, **extra}, indent=2))
     os.replace(tmp, prefix / MARKER)
+
+
+def _node_version(node: Path) -> None:
+    reported = _run([str(node), "--version"], "checking the installed Node").strip()
+    if reported != f"v{NODE_VERSION}":
+        raise ProvisionError(
+            f"{node} reports {reported!r}, expected v{NODE_VERSION}\n\nTo retry: {RETRY}"
+        )
 
 
 def _ensure_node(force: bool = False) -> Path:
     package = _node_package()
     node = _node_path()
     if not force and _is_current(NODE_PREFIX, package, NODE_VERSION, node):
+        if not _fingerprinted(NODE_PREFIX):  # a marker from before fingerprints: check, record
+            _node_version(node)
+            _write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
         return node
     _npm_install(NODE_PREFIX, f"{package}@{NODE_VERSION}")
     if not node.is_file():
-        raise ProvisionError(f"{package}@{NODE_VERSION} installed but {node} is missing")
-    reported = _run([str(node), "--version"], "checking the installed Node").strip()
-    if reported != f"v{NODE_VERSION}":
-        raise ProvisionError(f"{node} reports {reported!r}, expected v{NODE_VERSION}")
-    _write_marker(NODE_PREFIX, package, NODE_VERSION)
+        raise ProvisionError(
+            f"{package}@{NODE_VERSION} installed but {node} is missing\n\nTo retry: {RETRY}"
+        )
+    _node_version(node)
+    _write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
     return node
 
 
@@ -149,6 +183,15 @@ def _entry_from_package_json() -> Path:
     return (_package_dir() / rel).resolve()
 
 
+def _conformance_version(node: Path, entry: Path) -> None:
+    reported = _run([str(node), str(entry), "--version"], "running the conformance CLI").strip()
+    if reported != CONFORMANCE_VERSION:
+        raise ProvisionError(
+            f"conformance CLI reports {reported!r}, expected {CONFORMANCE_VERSION}"
+            f"\n\nTo retry: {RETRY}"
+        )
+
+
 def _ensure_conformance(node: Path, force: bool = False) -> Path:
     marker = _read_marker(CONFORMANCE_PREFIX)
     entry = Path(marker["entry"]) if marker and "entry" in marker else _package_dir() / "missing"
@@ -158,26 +201,32 @@ def _ensure_conformance(node: Path, force: bool = False) -> Path:
         and marker is not None
         and marker.get("node") == NODE_VERSION
     ):
+        if not _fingerprinted(CONFORMANCE_PREFIX):
+            _conformance_version(node, entry)
+            _write_conformance_marker(entry)
         return entry
     _npm_install(
         CONFORMANCE_PREFIX, f"{CONFORMANCE_PACKAGE}@{CONFORMANCE_VERSION}", path_first=node.parent
     )
     entry = _entry_from_package_json()
     if not entry.is_file():
-        raise ProvisionError(f"conformance entry {entry} is missing after install")
-    reported = _run([str(node), str(entry), "--version"], "running the conformance CLI").strip()
-    if reported != CONFORMANCE_VERSION:
         raise ProvisionError(
-            f"conformance CLI reports {reported!r}, expected {CONFORMANCE_VERSION}"
+            f"conformance entry {entry} is missing after install\n\nTo retry: {RETRY}"
         )
+    _conformance_version(node, entry)
+    _write_conformance_marker(entry)
+    return entry
+
+
+def _write_conformance_marker(entry: Path) -> None:
     _write_marker(
         CONFORMANCE_PREFIX,
         CONFORMANCE_PACKAGE,
         CONFORMANCE_VERSION,
         entry=str(entry),
         node=NODE_VERSION,
+        artefact=fingerprint(entry),
     )
-    return entry
 
 
 def _fast_path() -> tuple[Path, Path] | None:
@@ -190,8 +239,11 @@ def _fast_path() -> tuple[Path, Path] | None:
     if not (marker and "entry" in marker and marker.get("node") == NODE_VERSION):
         return None
     entry = Path(marker["entry"])
-    if _is_current(NODE_PREFIX, _node_package(), NODE_VERSION, node) and _is_current(
-        CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry
+    if (
+        _fingerprinted(NODE_PREFIX)
+        and _fingerprinted(CONFORMANCE_PREFIX)
+        and _is_current(NODE_PREFIX, _node_package(), NODE_VERSION, node)
+        and _is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
     ):
         return node, entry
     return None
@@ -213,9 +265,10 @@ def node22() -> Path:
 
 
 def conformance_command() -> list[str]:
-    """argv prefix that runs the pinned conformance CLI under Node 22: append its arguments."""
+    """argv prefix that runs the pinned conformance CLI under Node 22 (with ``PRELOAD``):
+    append its arguments."""
     node, entry = provision()
-    return [str(node), str(entry)]
+    return [str(node), "--require", str(PRELOAD), str(entry)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     took = time.monotonic() - started
     print(f"node {NODE_VERSION}: {node}")
     print(f"{CONFORMANCE_PACKAGE} {CONFORMANCE_VERSION}: {entry}")
-    print(f"command: {node} {entry}")
+    print(f"command: {' '.join(conformance_command())}")
     print(f"took {took:.2f}s")
     return 0
 

@@ -284,4 +284,4 @@ def test_the_reader_thread_honours_pause_and_resume() -> None:
 
     t0 = time.monotonic()
     asyncio.run(main())
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 15

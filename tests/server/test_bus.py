@@ -302,7 +302,7 @@ def test_redis_bus_unreachable_is_bounded_and_logged_once(
     async def main() -> None:
         started = time.monotonic()
         await bus.start(Inbox(), "down")
-        assert time.monotonic() - started < 5  # start does not wait for Redis to come back
+        assert time.monotonic() - started < 15  # start does not wait for Redis to come back
         assert not bus.connected
         for i in range(5000):
             bus.publish(Change("resource_updated", f"item://{i}"))

@@ -32,27 +32,28 @@ def test_twenty_slow_tools_run_together(spawn: Spawn) -> None:
     got = {p.read(timeout=10)["id"] for _ in range(20)}
     elapsed = time.monotonic() - start
     assert got == set(range(20))
-    # Serially this would take 10 s; together about 0.5 s. The bound is generous on purpose.
-    assert elapsed < 4.0, elapsed
+    # Serially this would take 10 s; together about 0.5 s (a 3x slower machine: under 3 s).
+    assert elapsed < 8.0, elapsed
 
 
 def test_sync_tools_run_off_the_loop(spawn: Spawn) -> None:
     p = spawn(CORE)
-    p.send(call_msg(p, "sync_sleep", {"ms": 1500}, "blocking"))
+    p.send(call_msg(p, "sync_sleep", {"ms": 4000}, "blocking"))
     time.sleep(0.1)
-    # The loop is free while the sync tool blocks its worker thread.
-    t0 = time.monotonic()
-    d = p.request("server/discover", id="probe")
-    assert "result" in d and time.monotonic() - t0 < 1.2
+    # The loop is free while the sync tool blocks its worker thread: the probe is answered
+    # before the blocking call (a blocked loop would answer it after).
+    p.send(p.request_msg("server/discover", id="probe"))
+    first = p.read(timeout=30)
+    assert first["id"] == "probe" and "result" in first, first
     resp, _ = p.read_until("blocking")
     thread = resp["result"]["content"][0]["text"]
     assert thread != "MainThread" and thread.startswith("mcpline-sync")
     # Several sync tools also overlap.
     t0 = time.monotonic()
     for i in range(8):
-        p.send(call_msg(p, "sync_sleep", {"ms": 500}, f"s{i}"))
-    assert {p.read()["id"] for _ in range(8)} == {f"s{i}" for i in range(8)}
-    assert time.monotonic() - t0 < 3.5
+        p.send(call_msg(p, "sync_sleep", {"ms": 1500}, f"s{i}"))
+    assert {p.read(timeout=30)["id"] for _ in range(8)} == {f"s{i}" for i in range(8)}
+    assert time.monotonic() - t0 < 9.0  # serially 12 s; together 1.5 s
 
 
 @pytest.mark.driver("process")  # the exit status, then what the closed stdout held

@@ -153,7 +153,7 @@ def test_close_cancels_after_grace_and_drops_queued() -> None:
             loop = asyncio.get_running_loop()
             t0 = loop.time()
             await conn.close(0.1)
-            assert loop.time() - t0 < 1.0
+            assert loop.time() - t0 < 3.0  # the 0.1 s grace, not the 5 s tool
             assert out == [] and not conn.inflight
 
     asyncio.run(main())

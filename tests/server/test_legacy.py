@@ -383,8 +383,8 @@ def test_closing_stdin_while_waiting_for_the_client(spawn: Callable[..., ServerP
     assert p.read()["method"] == "elicitation/create"
     start = time.monotonic()
     p.close_stdin()
-    assert p.wait(10) == 0
-    assert time.monotonic() - start < 8
+    assert p.wait(30) == 0
+    assert time.monotonic() - start < 20  # EOF ends the wait for the client's answer
     p.drain(2)
 
 
