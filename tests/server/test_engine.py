@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -167,3 +169,16 @@ def test_the_transition_function_refuses_what_the_table_forbids() -> None:
 def test_server_and_its_public_surface_stay_small() -> None:
     names = [n for n in dir(Server("s")) if not n.startswith("_")]
     assert len(names) <= 25, names
+
+
+def test_a_server_without_the_legacy_era_builds_none_of_it() -> None:
+    code = (
+        "import sys\n"
+        "from mcpline import Server\n"
+        "server = Server('modern', legacy=False)\n"
+        "assert server.legacy is None\n"
+        "assert 'mcpline.server.legacy' not in sys.modules, sorted(sys.modules)\n"
+        "assert Server('both').legacy is not None\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..transports.http import HttpApp
     from .bus import Change, NotificationBus
     from .completion import Completions
+    from .legacy import LegacyEra
     from .prompts import Prompt
     from .resources import Resource, Resources
     from .task_quota import TaskQuota
@@ -149,12 +150,17 @@ class Server:
         else random per process (states then die with the process)."""
         self._sealer = sealer
         self._dispatch = Dispatcher(self, self.options, self._services, sealer, legacy=legacy)
-        from .legacy import LegacyEra
+        self.legacy: LegacyEra | None = None
+        """The legacy (``initialize``) era, served unless ``legacy=False`` (then None, and
+        nothing of it is built): set its ``server_info``, ``on_set_level`` and
+        ``on_subscribe`` here."""
+        if legacy:
+            from .legacy import LegacyEra
 
-        self.legacy = LegacyEra(self._dispatch)
-        """The legacy (``initialize``) era, served unless ``legacy=False``: set its
-        ``server_info``, ``on_set_level`` and ``on_subscribe`` here."""
-        self._engine = Engine(ModernEra(self._dispatch), [self.legacy] if legacy else [])
+            self.legacy = LegacyEra(self._dispatch)
+        self._engine = Engine(
+            ModernEra(self._dispatch), [] if self.legacy is None else [self.legacy]
+        )
 
     # --- feature registries, built on first use ------------------------------------------
 
