@@ -69,8 +69,6 @@ class Pool:
         self.era: str | None = None
         """The era of the first upstream (the others are opened in it)."""
         self.first: Upstream | None = None
-        self.replaced = 0
-        """Upstreams that died and were replaced."""
         self.last_failure = ""
         self.on_open: list[Callable[[Upstream], Awaitable[None]]] = []
         """Run for each upstream once open, before it takes requests (and for replacements)."""
@@ -184,7 +182,6 @@ class Pool:
         self._pulse()
         if self._closed:
             return
-        self.replaced += 1
         self.last_failure = incident("the bridged server went away", f"{up.label}: {reason}")
         log.info("replacing the bridged server that went away")
         await up.aclose()

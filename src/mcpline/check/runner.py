@@ -76,7 +76,6 @@ class LineProblem:
 @dataclass
 class ProcessStats:
     lines: int = 0
-    stdout_bytes: int = 0
     problems: list[LineProblem] = field(default_factory=list)
     problem_counts: dict[str, int] = field(default_factory=dict)
     messages: int = 0
@@ -210,7 +209,6 @@ class ServerProcess:
         stdout closed."""
         pending = bytearray()
         for chunk in chunks:
-            self.stats.stdout_bytes += len(chunk)
             pending += chunk
             start = 0
             while True:
