@@ -24,8 +24,8 @@ class Wire:
     def __init__(self) -> None:
         self.out: list[dict[str, Any]] = []
 
-    def write(self, data: bytes) -> None:
-        self.out.append(json.loads(data))
+    def send(self, message: dict[str, Any], line: bytes) -> None:
+        self.out.append(json.loads(line))
 
     async def drain(self) -> None:
         pass

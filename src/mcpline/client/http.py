@@ -1,8 +1,8 @@
 """Streamable HTTP as a client transport: one POST per message, answers as JSON or SSE.
 
 ``Client.http(url)`` (or ``Client(HttpServer(url))``) runs the client's session engine over
-HTTP. The session hands each outgoing message to `HttpChannel.write_message` (the message
-extension of `mcpline.client.session.Channel`); the channel POSTs it and feeds the response
+HTTP. The session hands each outgoing message to `HttpChannel.send` (its
+`mcpline.client.session.Channel` method); the channel POSTs it and feeds the response
 body, or each SSE ``data`` payload, back through a pipeline of its own per stream
 (`Session.new_inbound`), so the session's line limit bounds every event.
 
@@ -263,13 +263,7 @@ class HttpChannel:
 
     # --- from the session -------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
-        """Lines of JSON (for callers that have bytes, not messages)."""
-        for line in data.splitlines():
-            if line.strip():
-                self.write_message(msgspec.json.decode(line), line + b"\n")
-
-    def write_message(self, msg: dict[str, Any], line: bytes) -> None:
+    def send(self, msg: dict[str, Any], line: bytes) -> None:
         if self._closed:
             raise ConnectionLost(f"{self.label}: the connection is closed", retriable=False)
         method = msg.get("method")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionLost
 from .session import Channel, Session
@@ -68,11 +68,11 @@ class MemoryChannel:
     def _to_client(self, data: bytes) -> None:
         self.loop.call_soon(self.session.feed, data)
 
-    def write(self, data: bytes) -> None:
+    def send(self, message: dict[str, Any], line: bytes) -> None:
         conn = self._conn
         if self._closed or conn is None or conn.closing.is_set():
             raise ConnectionLost(f"{self.label}: the connection is closed")
-        self.loop.call_soon(conn.data_received, data)
+        self.loop.call_soon(conn.data_received, line)
 
     async def drain(self) -> None:
         return None

@@ -315,7 +315,7 @@ class ProcessChannel:
 
     # --- Channel interface --------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
+    def send(self, message: dict[str, Any], line: bytes) -> None:
         pipe = self._transport.get_pipe_transport(0) if self._transport is not None else None
         if pipe is None or pipe.is_closing() or self.exited.done():
             if not self._wrote and not self.closing:
@@ -326,7 +326,7 @@ class ProcessChannel:
             raise ConnectionLost(f"{self.label}: cannot write, the server's stdin is closed")
         first = not self._wrote
         self._wrote = True
-        pipe.write(data)  # type: ignore[attr-defined]
+        pipe.write(line)  # type: ignore[attr-defined]
         if first and pipe.is_closing():  # the very first write found no reader
             self._input_unread = True
 

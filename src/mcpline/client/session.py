@@ -59,12 +59,10 @@ failed (as the server bounds what waits for a client: docs/backpressure.md)."""
 
 
 class Channel(Protocol):
-    """A byte stream to one server.
-
-    A message-oriented channel (HTTP) may also define ``write_message(message, line)``: the
-    session then hands it each outgoing message as the dict it encoded, with its line, and
-    never calls ``write``. Such a channel feeds each response stream through its own
-    `Session.new_inbound` and `Session.dispatch`, so that streams never mix their lines.
+    """The way to one server: the session hands `send` each outgoing message, as the dict it
+    encoded and as its line (a byte stream writes the line; HTTP POSTs the message, and
+    feeds each response stream through its own `Session.new_inbound` and
+    `Session.dispatch`, so that streams never mix their lines).
 
     A channel that can tell how many bytes it wrote that the server has not taken yet offers
     ``buffered()``, and ``abort()`` to drop them and close at once: the session then bounds
@@ -73,7 +71,7 @@ class Channel(Protocol):
 
     label: str
 
-    def write(self, data: bytes) -> None: ...
+    def send(self, message: dict[str, Any], line: bytes) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -451,11 +449,7 @@ class Session:
         line = encode(msg)
         if self._trace is not None:
             self._trace("send", line[:-1])
-        write_message = getattr(self.channel, "write_message", None)
-        if write_message is not None:
-            write_message(msg, line)
-        else:
-            self.channel.write(line)
+        self.channel.send(msg, line)
 
     def _send_quietly(self, msg: dict[str, Any]) -> None:
         """Send without waiting for the channel to drain, unless the connection is gone

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 from .._platform import unix_sockets_unavailable
 from ..addresses import (
@@ -134,10 +135,10 @@ class SocketChannel:
         session.channel = chan
         return chan
 
-    def write(self, data: bytes) -> None:
+    def send(self, message: dict[str, Any], line: bytes) -> None:
         if self.transport is None or self.transport.is_closing():
             raise ConnectionLost(f"{self.label}: the connection is closed")
-        self.transport.write(data)
+        self.transport.write(line)
 
     def buffered(self) -> int:
         """Bytes written that the server has not read yet (the transport's buffer)."""
