@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from ..server.auth.config import AUTH_ENV
 from ..server.loading import load_server, load_worker_app
 
 SOCKET_OPTIONS = (
@@ -78,6 +79,13 @@ def register(sub: Any) -> None:
         metavar="BYTES",
         help="--http: request bodies held at once by all requests; past it a POST gets 503 "
         "with Retry-After before its body is read (default 64 MiB; see docs/security.md)",
+    )
+    h.add_argument(
+        "--auth",
+        metavar="SPEC",
+        help="--http: verify OAuth access tokens, e.g. jwks=URL,issuer=URL,audience=URL or "
+        "introspection=URL,client_id=ID,issuer=URL (secret: $MCPLINE_AUTH_CLIENT_SECRET); "
+        "serves the RFC 9728 metadata it implies (default: $MCPLINE_AUTH; see docs/auth.md)",
     )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
@@ -232,6 +240,9 @@ def run_http(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr
     try:
         host, port = parse_bind(args.http)
+        spec = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
+        if spec:
+            options.update(auth_options(spec, host, port, workers))
         if workers > 1:
             serve_workers(
                 args.target,
@@ -248,6 +259,24 @@ def run_http(args: argparse.Namespace) -> int:
         print(f"mcpline run: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
+    """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
+    metadata here, and build the verifier from ``$MCPLINE_AUTH``); SystemExit(2) if bad."""
+    from ..server.auth.config import AuthConfig
+
+    name = f"[{host}]" if ":" in host else host
+    default = f"http://{name}:{port}/mcp" if port else None
+    try:
+        config = AuthConfig.parse(spec, default_audience=default, env=os.environ)
+    except ValueError as exc:
+        _usage(f"--auth: {exc}")
+    if workers > 1:
+        audience = config.values["audience"]
+        os.environ[AUTH_ENV] = spec if "audience=" in spec else f"{spec},audience={audience}"
+        return {"resource_metadata": config.metadata()}
+    return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
 
 
 def task_quota(args: argparse.Namespace) -> None:
@@ -268,8 +297,16 @@ def run(args: argparse.Namespace) -> int:
     task_quota(args)
     if args.http is not None:
         return run_http(args)
-    if args.workers is not None or args.allow_origin or args.allow_host or args.max_body_total:
-        _usage("--workers, --allow-origin, --allow-host and --max-body-total are for --http")
+    if (
+        args.workers is not None
+        or args.allow_origin
+        or args.allow_host
+        or args.max_body_total
+        or args.auth
+    ):
+        _usage(
+            "--workers, --allow-origin, --allow-host, --max-body-total and --auth are for --http"
+        )
     options = socket_options(args)
     url = bus_url(args)
     if args.listen == "stdio":

@@ -130,16 +130,6 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
 
 
-def challenge(resource_metadata: dict[str, Any] | None, error: str | None = None) -> str:
-    """The ``WWW-Authenticate`` value of a 401: Bearer, the error if any, the metadata URL."""
-    parts = []
-    if error:
-        parts.append(f'error="{error}"')
-    if resource_metadata is not None:
-        parts.append(f'resource_metadata="{metadata_url(resource_metadata["resource"])}"')
-    return "Bearer" + (" " + ", ".join(parts) if parts else "")
-
-
 def check_metadata(document: dict[str, Any]) -> dict[str, Any]:
     """A protected-resource metadata document, checked (`ValueError` naming what is wrong)."""
     resource = document.get("resource")
@@ -155,7 +145,6 @@ def check_metadata(document: dict[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "bearer_token",
-    "challenge",
     "check_metadata",
     "Gatekeeper",
     "metadata_url",
