@@ -1,0 +1,129 @@
+"""RFC 7662 introspection: ``mcpline run --http --auth introspection=...`` against the test
+authorization server (its own process), and `IntrospectionVerifier`'s cache (bounded, never
+past the token's ``exp``) with a controlled clock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mcpline.server.auth import IntrospectionVerifier, Refused
+
+from ..transports.http_util import HttpServer, call, free_port
+from .authz_server import RS_CLIENT_ID, RS_CLIENT_SECRET
+from .rs_util import Authz, audience, resource_server
+
+
+@pytest.fixture(scope="module")
+def authz() -> Iterator[Authz]:
+    server = Authz()
+    yield server
+    server.stop()
+
+
+def introspecting(authz: Authz, secret: str = RS_CLIENT_SECRET) -> HttpServer:
+    port = free_port()
+    spec = (
+        f"introspection={authz.url}/introspect,client_id={RS_CLIENT_ID},issuer={authz.url},"
+        f"audience=http://127.0.0.1:{port}/mcp"
+    )
+    return resource_server(spec, port=port, MCPLINE_AUTH_CLIENT_SECRET=secret)
+
+
+@pytest.fixture(scope="module")
+def rs(authz: Authz) -> Iterator[HttpServer]:
+    server = introspecting(authz)
+    yield server
+    assert server.stop() == 0, server.stderr
+
+
+def whoami(srv: HttpServer, token: str) -> tuple[int, str, dict[str, str]]:
+    r = call(srv, 1, "tools/call", {"name": "whoami"}, headers={"Authorization": f"Bearer {token}"})
+    body = r.json
+    text = body["result"]["content"][0]["text"] if r.status == 200 else body["error"]["message"]
+    return r.status, text, r.headers
+
+
+def test_active_tokens_are_served_and_cached(authz: Authz, rs: HttpServer) -> None:
+    token = authz.mint(audience(rs), sub="carol", scope="notes:read notes:write")
+    before = authz.stats()["introspect"]
+    for _ in range(3):
+        status, text, _ = whoami(rs, token)
+        assert status == 200
+        me = json.loads(text)
+        assert me["subject"] == "carol" and me["scopes"] == ["notes:read", "notes:write"]
+    assert authz.stats()["introspect"] == before + 1
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        ("revoked", "the token is not active"),
+        ("audience", "the token is for another audience"),
+        ("garbage", "the token is not active"),
+    ],
+)
+def test_refused_tokens(authz: Authz, rs: HttpServer, make: str, why: str) -> None:
+    if make == "revoked":
+        token = authz.mint(audience(rs))
+        authz.control("/revoke", {"token": token})
+    elif make == "audience":
+        token = authz.mint("http://127.0.0.1:1/mcp")
+    else:
+        token = "not-a-token-4f2a9c"
+    status, text, headers = whoami(rs, token)
+    assert status == 401 and why in text
+    assert 'error="invalid_token"' in headers["www-authenticate"]
+    assert token not in rs.wait_for_stderr(why)
+
+
+def test_a_refused_client_secret_is_a_503_and_the_secret_is_not_logged(authz: Authz) -> None:
+    srv = introspecting(authz, secret="WRONG-secret-9d1e")
+    try:
+        token = authz.mint(audience(srv))
+        status, text, headers = whoami(srv, token)
+        assert status == 503 and "could not be introspected (HTTP 401)" in text
+        assert "retry-after" in headers
+        log = srv.wait_for_stderr("answered 401")
+        assert "WRONG-secret-9d1e" not in log and token not in log
+    finally:
+        srv.stop()
+
+
+def test_the_cache_is_bounded_and_never_outlives_the_token(authz: Authz) -> None:
+    now = [time.time()]
+    aud = "http://127.0.0.1:9/mcp"
+    verifier = IntrospectionVerifier(
+        authz.url + "/introspect",
+        client_id=RS_CLIENT_ID,
+        client_secret=RS_CLIENT_SECRET,
+        issuer=authz.url,
+        audience=aud,
+        cache_size=2,
+        cache_ttl=60,
+        clock=lambda: now[0],
+    )
+    exp = int(time.time()) + 600
+    a, b, c = (authz.mint(aud, sub=s, exp=exp) for s in "abc")
+
+    async def asks(*tokens: str) -> int:
+        before = authz.stats()["introspect"]
+        for token in tokens:
+            await verifier.verify(token)
+        return authz.stats()["introspect"] - before
+
+    async def main() -> None:
+        assert await asks(a, a, b, b) == 2
+        assert await asks(c) == 1  # a, the least recently used, leaves the cache
+        assert await asks(b, c) == 0 and await asks(a) == 1
+        now[0] += 61  # past cache_ttl: asked again
+        assert await asks(a) == 1
+        now[0] = exp + 1  # past the token's exp: asked again, and expired here
+        with pytest.raises(Refused, match="expired"):
+            await verifier.verify(a)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
