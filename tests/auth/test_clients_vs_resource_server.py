@@ -62,9 +62,13 @@ def test_our_client_gets_a_token_and_steps_up(authz: Authz, rs: HttpServer, dpop
     assert "insufficient scope: notes:read notes:write is required" in rs.stderr
 
 
-def test_the_official_sdk_client_with_a_bearer_token(authz: Authz, rs: HttpServer) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_the_official_sdk_client_with_a_bearer_token(
+    authz: Authz, rs: HttpServer, mode: str
+) -> None:
     import httpx2
     from mcp import Client as SdkClient
+    from mcp import MCPError
     from mcp.client.streamable_http import streamable_http_client
 
     token = authz.mint(audience(rs), scope="notes:read", sub="sdk-user")
@@ -72,7 +76,7 @@ def test_the_official_sdk_client_with_a_bearer_token(authz: Authz, rs: HttpServe
     async def main() -> None:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
             transport = streamable_http_client(audience(rs), http_client=http)
-            async with SdkClient(transport) as c:
+            async with SdkClient(transport, mode=mode) as c:  # type: ignore[arg-type]
                 tools = await c.list_tools()
                 assert [t.name for t in tools.tools] == ["whoami", "read_notes"]
                 r = await c.call_tool("whoami", {})
@@ -80,7 +84,9 @@ def test_the_official_sdk_client_with_a_bearer_token(authz: Authz, rs: HttpServe
                 assert me["subject"] == "sdk-user" and me["scopes"] == ["notes:read"]
                 read = await c.read_resource("notes://all")
                 assert read.contents[0].text == "all the notes"  # type: ignore[union-attr]
-                with pytest.raises(Exception):  # noqa: B017 - 403: the SDK raises its own error
+                with pytest.raises(
+                    MCPError, match="lacks the scope this needs: notes:read notes:write"
+                ):
                     await c.call_tool("write_notes", {"text": "x"})
 
     run(main())

@@ -14,9 +14,9 @@ import pytest
 
 from mcpline.client.oauth import DPoPKey
 
-from ..transports.http_util import HttpServer, Reply, call
+from ..transports.http_util import MCPLINE, HttpServer, Reply, call, free_port
 from .authz_server import CLIENT_ID
-from .rs_util import Authz, audience, resource_server
+from .rs_util import SCOPED, Authz, audience, resource_server
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,6 @@ def authz() -> Iterator[Authz]:
 
 @pytest.fixture(scope="module")
 def rs(authz: Authz) -> Iterator[HttpServer]:
-    from ..transports.http_util import free_port
-
     port = free_port()
     aud = f"http://127.0.0.1:{port}/mcp"
     spec = f"jwks={authz.url}/jwks,issuer={authz.url},audience={aud},min_refetch=0"
@@ -258,3 +256,25 @@ def test_dpop_bound_tokens_need_a_fresh_proof_for_this_request(
         "DPoP",
     )
     assert token not in rs.stderr and plain not in rs.stderr
+
+
+def test_workers_each_verify_tokens(authz: Authz) -> None:
+    port = free_port()
+    aud = f"http://127.0.0.1:{port}/mcp"
+    spec = f"jwks={authz.url}/jwks,issuer={authz.url}"  # the audience: the bound URL
+    argv = [MCPLINE, "run", str(SCOPED), "--http", f"127.0.0.1:{port}", "--workers", "2"]
+    srv = HttpServer([*argv, "--auth", spec], {"MCPLINE_STATE_KEY": "a-key-for-the-test-workers"})
+    try:
+        for _ in range(4):
+            assert json.loads(text(whoami(srv, bearer(authz.mint(aud)))))["subject"] == "alice"
+        refused(whoami(srv, bearer(authz.mint(aud + "x"))), "invalid_token", "another audience")
+    finally:
+        assert srv.stop() == 0, srv.stderr
+
+
+def test_scopes_without_a_verifier_are_named_in_a_warning() -> None:
+    srv = HttpServer([MCPLINE, "run", str(SCOPED), "--http", "127.0.0.1:0"])
+    try:
+        srv.wait_for_stderr("scopes are declared but this app verifies no tokens")
+    finally:
+        srv.stop()

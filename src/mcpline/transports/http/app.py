@@ -108,6 +108,11 @@ class HttpApp:
         self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
         self.verify_token = verify_token
+        if verify_token is None and server.scopes:
+            log.warning(
+                "scopes are declared but this app verifies no tokens (verify_token): "
+                "every caller may call everything"
+            )
         self.resource_metadata = (
             None if resource_metadata is None else _check_metadata(resource_metadata)
         )
