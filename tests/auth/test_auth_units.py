@@ -16,6 +16,7 @@ from mcpline.client.oauth import DPoPKey
 from mcpline.server.auth import AccessToken, ProofChecker, Refused
 from mcpline.server.auth.config import AuthConfig
 from mcpline.server.scopes import ScopeRules
+from mcpline.transports.http.security import challenge
 
 from ..transports.http_util import MCPLINE
 from .rs_util import SCOPED
@@ -176,3 +177,18 @@ def test_cli_usage_errors(args: list[str], message: str) -> None:
     )
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stdout == ""
+
+
+def test_challenges() -> None:
+    doc = {"resource": "https://mcp.example.com/mcp"}
+    url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+    assert challenge(doc, "insufficient_scope", scope=["b", "a"]) == (
+        f'Bearer error="insufficient_scope", scope="a b", resource_metadata="{url}"'
+    )
+    www = challenge(
+        None, "invalid_dpop_proof", scheme="DPoP", description='a "quoted" \\ why', algs=["ES256"]
+    )
+    assert (
+        www
+        == 'DPoP error="invalid_dpop_proof", error_description="a \'quoted\'  why", algs="ES256"'
+    )

@@ -15,7 +15,6 @@ from mcpline.spec import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcpline.transports.http.auth_gate import challenge
 from mcpline.transports.http.headers import (
     HeaderError,
     Headers,
@@ -31,6 +30,7 @@ from mcpline.transports.http.headers import (
 from mcpline.transports.http.security import (
     Gatekeeper,
     bearer_token,
+    challenge,
     check_metadata,
     metadata_url,
     split_host,
@@ -252,14 +252,11 @@ def test_bearer_tokens_and_challenges() -> None:
     )
     url = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
     assert metadata_url(doc["resource"]) == url
-    assert challenge(doc) == f'Bearer resource_metadata="{url}"'.encode()
-    assert challenge(doc, error="invalid_token", scope=["b", "a"]) == (
-        f'Bearer error="invalid_token", scope="a b", resource_metadata="{url}"'.encode()
+    assert challenge(doc) == f'Bearer resource_metadata="{url}"'
+    assert challenge(doc, "invalid_token") == (
+        f'Bearer error="invalid_token", resource_metadata="{url}"'
     )
-    assert challenge(None) == b"Bearer"
-    assert challenge(None, scheme="DPoP", error="invalid_dpop_proof").startswith(
-        b'DPoP error="invalid_dpop_proof", algs="'
-    )
+    assert challenge(None) == "Bearer"
     for bad in ({"resource": "mcp"}, {"resource": "https://x/mcp", "authorization_servers": []}):
         with pytest.raises(ValueError, match="resource_metadata"):
             check_metadata(bad)

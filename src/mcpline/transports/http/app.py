@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from ... import jsonrpc
 from ...jsonrpc import Invalid, Notification, Request, Response
 from ...protocol.meta import has_modern_meta
-from ...server.auth.tokens import Refused, scopes_of
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from ...wire import encode
 from . import auth_gate, legacy, modern, respond
@@ -278,7 +277,9 @@ class HttpApp:
             return
         principal = None
         if self.verify_token is not None:
-            principal = await self._authenticate(scope, headers, method, send, extra)
+            principal = await auth_gate.authenticate(
+                self.verify_token, scope, headers, self.resource_metadata, send, extra
+            )
             if principal is None:
                 return
         if method == "POST":
@@ -291,48 +292,6 @@ class HttpApp:
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
             await legacy.delete(self, headers, principal, send, extra)
-
-    async def _authenticate(
-        self,
-        scope: dict[str, Any],
-        headers: Headers,
-        method: str,
-        send: respond.Send,
-        extra: list[tuple[bytes, bytes]],
-    ) -> Any:
-        """The caller's principal; None once a refusal (401/503) is sent (`auth_gate`)."""
-        assert self.verify_token is not None
-        meta = self.resource_metadata
-        url = auth_gate.request_url(scope, headers, None if meta is None else meta["resource"])
-        try:
-            principal, _ = await auth_gate.principal_of(self.verify_token, headers, method, url)
-        except Refused as refused:
-            log.info(
-                "credentials refused (%d %s): %s",
-                refused.status,
-                refused.error,
-                refused.description,
-            )
-            www = auth_gate.challenge(
-                meta,
-                scheme=refused.scheme,
-                error=refused.error,
-                description=refused.description,
-            )
-            out = [(b"www-authenticate", www), *extra]
-            if refused.status == 503:
-                out.append((b"retry-after", RETRY_AFTER))
-            why = ("Unauthorized: " if refused.status == 401 else "") + refused.description
-            code = INVALID_REQUEST if refused.status == 401 else INTERNAL_ERROR
-            await respond.error(send, refused.status, code, why, None, out)
-            return None
-        if principal is None:
-            www = auth_gate.challenge(meta)
-            why = "Unauthorized: a bearer token is required"
-            await respond.error(
-                send, 401, INVALID_REQUEST, why, None, [(b"www-authenticate", www), *extra]
-            )
-        return principal
 
     async def _post(
         self,
@@ -406,8 +365,10 @@ class HttpApp:
             return
         if principal is not None and isinstance(message, Request):
             needed = self.server.required_scopes(message.method, message.params)
-            if needed and needed - scopes_of(principal):
-                await self._insufficient_scope(send, needed, message.id, extra)
+            if needed and not auth_gate.holds(principal, needed):
+                await auth_gate.insufficient_scope(
+                    send, needed, message.id, self.resource_metadata, extra
+                )
                 return
         self.in_progress += 1
         try:
@@ -456,21 +417,6 @@ class HttpApp:
         self.engine.peers.discard(peer)
 
     # --- small answers ---------------------------------------------------------------------
-
-    async def _insufficient_scope(
-        self,
-        send: respond.Send,
-        needed: frozenset[str],
-        id: Any,
-        extra: list[tuple[bytes, bytes]],
-    ) -> None:
-        """403 for a caller whose token lacks scopes the operation requires (RFC 6750)."""
-        log.info("insufficient scope: %s is required", " ".join(sorted(needed)))
-        www = auth_gate.challenge(self.resource_metadata, error="insufficient_scope", scope=needed)
-        why = "Forbidden: the token lacks the scope this needs: " + " ".join(sorted(needed))
-        await respond.error(
-            send, 403, INVALID_REQUEST, why, id, [(b"www-authenticate", www), *extra]
-        )
 
     async def _too_large(self, send: respond.Send, extra: list[tuple[bytes, bytes]]) -> None:
         why = f"Payload Too Large: the body exceeds {self.max_body_bytes} bytes"

@@ -9,16 +9,17 @@ an ``authenticate(AuthRequest)`` method (`mcpline.server.auth.Verifier`) also se
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
-from ...server.auth.tokens import BEARER, AuthRequest, Refused
+from ...server.auth.dpop import ALGORITHMS
+from ...server.auth.tokens import DPOP, AuthRequest, Refused, scopes_of
+from ...spec import INTERNAL_ERROR, INVALID_REQUEST
+from . import respond
+from .budget import RETRY_AFTER
 from .headers import Headers
-from .security import TokenVerifier, bearer_token, metadata_url, verify
+from .security import TokenVerifier, bearer_token, challenge, verify
 
 log = logging.getLogger("mcpline.server")
-
-DPOP_ALGS = "ES256 ES384 ES512 RS256 PS256 EdDSA"
 
 
 def _values(headers: Headers, name: str) -> tuple[str, ...]:
@@ -37,20 +38,83 @@ def request_url(scope: dict[str, Any], headers: Headers, resource: str | None) -
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('path', '/')}"
 
 
-async def principal_of(
-    verifier: TokenVerifier, headers: Headers, method: str, url: str
-) -> tuple[Any, bool]:
-    """(the principal, whether credentials were presented); `Refused` for refused ones."""
+async def authenticate(
+    verifier: TokenVerifier,
+    scope: dict[str, Any],
+    headers: Headers,
+    metadata: dict[str, Any] | None,
+    send: respond.Send,
+    extra: respond.Headers,
+) -> Any:
+    """The caller's principal; None once a refusal (401, or 503 while the verifier cannot reach
+    its keys or endpoint) is sent, with its challenge."""
+    url = request_url(scope, headers, None if metadata is None else metadata["resource"])
+    try:
+        principal = await principal_of(verifier, headers, scope["method"], url)
+    except Refused as refused:
+        log.info(
+            "credentials refused (%d %s): %s", refused.status, refused.error, refused.description
+        )
+        www = _latin1(
+            challenge(
+                metadata,
+                refused.error,
+                scheme=refused.scheme,
+                description=refused.description,
+                algs=ALGORITHMS if refused.scheme == DPOP else (),
+            )
+        )
+        out = [(b"www-authenticate", www), *extra]
+        if refused.status == 401:
+            why, code = "Unauthorized: " + refused.description, INVALID_REQUEST
+        else:
+            why, code = refused.description, INTERNAL_ERROR
+            out.append((b"retry-after", RETRY_AFTER))
+        await respond.error(send, refused.status, code, why, None, out)
+        return None
+    if principal is None:
+        why = "Unauthorized: a bearer token is required"
+        www = _latin1(challenge(metadata))
+        await respond.error(
+            send, 401, INVALID_REQUEST, why, None, [(b"www-authenticate", www), *extra]
+        )
+    return principal
+
+
+def holds(principal: Any, needed: frozenset[str]) -> bool:
+    """Whether ``principal`` holds every scope in ``needed``."""
+    return needed <= scopes_of(principal)
+
+
+async def insufficient_scope(
+    send: respond.Send,
+    needed: frozenset[str],
+    id: Any,
+    metadata: dict[str, Any] | None,
+    extra: respond.Headers,
+) -> None:
+    """403 for a caller whose token lacks scopes the operation requires (RFC 6750)."""
+    log.info("insufficient scope: %s is required", " ".join(sorted(needed)))
+    www = _latin1(challenge(metadata, "insufficient_scope", scope=needed))
+    why = "Forbidden: the token lacks the scope this needs: " + " ".join(sorted(needed))
+    await respond.error(send, 403, INVALID_REQUEST, why, id, [(b"www-authenticate", www), *extra])
+
+
+def _latin1(value: str) -> bytes:
+    return value.encode("latin-1", "replace")
+
+
+async def principal_of(verifier: TokenVerifier, headers: Headers, method: str, url: str) -> Any:
+    """The principal of the request's credentials (None without any); `Refused` if refused."""
     authenticate = getattr(verifier, "authenticate", None)
     if authenticate is not None:
         request = AuthRequest(
             method, url, _values(headers, "authorization"), _values(headers, "dpop")
         )
-        found = await authenticate(request)
-        return found, found is not None
+        return await authenticate(request)
     token = bearer_token(headers.get("authorization"))
     if token is None:
-        return None, False
+        return None
     try:
         found = await verify(verifier, token)
     except Exception as exc:
@@ -59,36 +123,13 @@ async def principal_of(
         found = None
     if found is None:
         raise Refused("invalid_token", "the token was refused")
-    return found, True
+    return found
 
 
-def _quoted(text: str) -> str:
-    return text.replace("\\", "").replace('"', "'")
-
-
-def challenge(
-    metadata: dict[str, Any] | None,
-    *,
-    scheme: str = BEARER,
-    error: str | None = None,
-    description: str | None = None,
-    scope: Iterable[str] = (),
-) -> bytes:
-    """A ``WWW-Authenticate`` value: the scheme, the error, the scope it needs, the
-    metadata URL (and the proof algorithms, for DPoP)."""
-    parts = []
-    if error:
-        parts.append(f'error="{error}"')
-    if description:
-        parts.append(f'error_description="{_quoted(description)}"')
-    wanted = " ".join(sorted(scope))
-    if wanted:
-        parts.append(f'scope="{_quoted(wanted)}"')
-    if metadata is not None:
-        parts.append(f'resource_metadata="{metadata_url(metadata["resource"])}"')
-    if scheme != BEARER:
-        parts.append(f'algs="{DPOP_ALGS}"')
-    return (scheme + (" " + ", ".join(parts) if parts else "")).encode("latin-1", "replace")
-
-
-__all__ = ["challenge", "principal_of", "request_url"]
+__all__ = [
+    "authenticate",
+    "holds",
+    "insufficient_scope",
+    "principal_of",
+    "request_url",
+]
