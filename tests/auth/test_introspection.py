@@ -127,3 +127,30 @@ def test_the_cache_is_bounded_and_never_outlives_the_token(authz: Authz) -> None
             await verifier.verify(a)
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_an_endpoint_that_hangs_is_bounded_in_time_and_in_calls(authz: Authz) -> None:
+    def verifier(**options: float) -> IntrospectionVerifier:
+        return IntrospectionVerifier(
+            authz.url + "/jwks-hang",  # never answers
+            client_id=RS_CLIENT_ID,
+            client_secret=RS_CLIENT_SECRET,
+            **options,  # type: ignore[arg-type]
+        )
+
+    async def main() -> None:
+        with pytest.raises(Refused, match=r"no answer within 1 s") as ei:
+            await verifier(timeout=1).verify("token-one")
+        assert ei.value.status == 503
+        busy = verifier(timeout=60, max_concurrent=1)
+        first = asyncio.ensure_future(busy.verify("token-one"))
+        await asyncio.sleep(0.2)
+        assert not first.done()
+        with pytest.raises(Refused, match="1 introspections in progress, the limit") as ei:
+            await busy.verify("token-two")
+        assert ei.value.status == 503
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+
+    asyncio.run(asyncio.wait_for(main(), 60))

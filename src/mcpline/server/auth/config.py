@@ -9,7 +9,8 @@
   server is bound to);
 - optional: ``authorization_server=URL`` (default: the issuer), ``scopes=a b`` (the metadata's
   ``scopes_supported``), ``leeway=S``, ``fetch_timeout=S``, ``min_refetch=S``, ``jwks_ttl=S``,
-  ``cache_ttl=S``, ``cache_size=N``, ``dpop_window=S``, ``max_proofs=N``.
+  ``cache_ttl=S``, ``cache_size=N``, ``max_introspections=N``, ``dpop_window=S``,
+  ``max_proofs=N``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ SECRET_ENV = "MCPLINE_AUTH_CLIENT_SECRET"
 
 _URLS = ("jwks", "issuer", "audience", "introspection", "authorization_server")
 _FLOATS = ("leeway", "fetch_timeout", "min_refetch", "jwks_ttl", "cache_ttl", "dpop_window")
-_INTS = ("cache_size", "max_proofs")
+_INTS = ("cache_size", "max_proofs", "max_introspections")
 _TEXTS = ("client_id", "client_secret", "scopes")
 
 
@@ -111,6 +112,8 @@ class AuthConfig:
                 **extra,
             )
         extra = {k: v[k] for k in ("cache_ttl", "cache_size") if k in v}
+        if "max_introspections" in v:
+            extra["max_concurrent"] = v["max_introspections"]
         if timeouts:
             extra["timeout"] = timeouts["fetch_timeout"]
         return IntrospectionVerifier(

@@ -13,6 +13,7 @@ process.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import OrderedDict
@@ -64,7 +65,8 @@ class ProofChecker:
         self.max_proofs = max_proofs
         self.algorithms = tuple(algorithms)
         self._clock = clock
-        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._seen: OrderedDict[bytes, float] = OrderedDict()
+        """Digests of the ``jti`` seen within the window, oldest first."""
 
     def check(self, proofs: Sequence[str], *, method: str, url: str, token: str, jkt: str) -> None:
         """Accept the one proof of a request for ``token`` (bound to ``jkt``), or raise
@@ -120,13 +122,14 @@ class ProofChecker:
         self._remember(jti, now)
 
     def _remember(self, jti: str, now: float) -> None:
+        digest = hashlib.blake2b(jti.encode(), digest_size=16).digest()
         seen = self._seen
         while seen:
             oldest, at = next(iter(seen.items()))
             if now - at <= self.window:
                 break
             del seen[oldest]
-        if jti in seen:
+        if digest in seen:
             raise _refuse("the DPoP proof was already used (replay)")
         if len(seen) >= self.max_proofs:
             raise Refused(
@@ -135,7 +138,7 @@ class ProofChecker:
                 status=503,
                 scheme=DPOP,
             )
-        seen[jti] = now
+        seen[digest] = now
 
 
 __all__ = ["ALGORITHMS", "DEFAULT_MAX_PROOFS", "DEFAULT_WINDOW", "ProofChecker"]

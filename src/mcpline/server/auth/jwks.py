@@ -74,7 +74,7 @@ class JwksCache:
         now = self._clock()
         keys = self._keys
         fresh = self._fetched_at is not None and now - self._fetched_at < self.ttl
-        if keys is not None and fresh and (kid is None or _has(keys, kid)):
+        if keys is not None and fresh and (kid is None or has_kid(keys, kid)):
             return keys
         recently = self._attempted_at is not None and now - self._attempted_at < self.min_refetch
         if recently:
@@ -145,7 +145,7 @@ class JwksCache:
             return bytes(body)
 
 
-def _has(keys: KeySet, kid: str) -> bool:
+def has_kid(keys: KeySet, kid: str) -> bool:
     return any(k.kid == kid for k in keys.keys)
 
 

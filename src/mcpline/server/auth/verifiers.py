@@ -18,12 +18,13 @@ import hashlib
 import json
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .dpop import ProofChecker
-from .jwks import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, JwksCache, kid_of
+from .jwks import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, JwksCache, has_kid, kid_of
 from .tokens import DPOP, AccessToken, AuthRequest, Refused, credentials
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def _invalid(why: str) -> Refused:
     return Refused("invalid_token", why)
 
 
-class Verifier:
+class Verifier(ABC):
     """What both verifiers share: the schemes, DPoP binding and the ``verify_token`` call.
 
     ``issuer`` and ``audience`` (the resource's URL) are what the RFC 9728 metadata says;
@@ -68,9 +69,9 @@ class Verifier:
         self.audience = audience
         self.dpop = dpop if dpop is not None else ProofChecker()
 
+    @abstractmethod
     async def verify(self, token: str) -> AccessToken:
-        """The token's principal, or `Refused` (subclasses)."""
-        raise NotImplementedError
+        """The token's principal, or `Refused`."""
 
     async def __call__(self, token: str) -> AccessToken | None:
         """``verify_token``: the principal of a bearer token, None when refused (a token
@@ -169,7 +170,7 @@ class JWTVerifier(Verifier):
             raise _invalid("the token's alg is not accepted")
         kid = kid_of(header)
         keys = await self.jwks.keys(kid)
-        if kid is not None and not any(k.kid == kid for k in keys.keys):
+        if kid is not None and not has_kid(keys, kid):
             raise _invalid("the token's kid is not among the issuer's keys")
         try:
             claims = jwt.decode(token, keys, algorithms=list(self.algorithms)).claims
@@ -213,7 +214,8 @@ class IntrospectionVerifier(Verifier):
     ``aud`` must name ``audience``; ``exp`` must be in the future. Active answers are cached
     (by the token's SHA-256, at most ``cache_size`` entries, each for ``cache_ttl`` seconds or
     until the token's ``exp`` when sooner). A call gives up after ``timeout`` seconds or at a
-    body over ``max_bytes`` (503).
+    body over ``max_bytes`` (503); at most ``max_concurrent`` calls are in flight, a request
+    that would need one more is refused with 503 at once.
     """
 
     def __init__(
@@ -228,13 +230,18 @@ class IntrospectionVerifier(Verifier):
         cache_ttl: float = 300.0,
         timeout: float = DEFAULT_FETCH_TIMEOUT,
         max_bytes: int = 64 * 1024,
+        max_concurrent: int = 32,
         dpop: ProofChecker | None = None,
         http: httpx2.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__(issuer=issuer, audience=audience, dpop=dpop)
-        if cache_size < 0 or cache_ttl < 0 or timeout <= 0 or max_bytes < 1:
-            raise ValueError("cache_size, cache_ttl, timeout and max_bytes must be positive")
+        if cache_size < 0 or cache_ttl < 0 or timeout <= 0 or min(max_bytes, max_concurrent) < 1:
+            raise ValueError(
+                "cache_size, cache_ttl, timeout, max_bytes and max_concurrent must be positive"
+            )
+        self.max_concurrent = max_concurrent
+        self._in_flight = 0
         self.url = url
         self.cache_size = cache_size
         self.cache_ttl = cache_ttl
@@ -259,7 +266,13 @@ class IntrospectionVerifier(Verifier):
                 self._cache.move_to_end(key)
                 return hit[1]
             del self._cache[key]
-        claims = await self._introspect(token)
+        if self._in_flight >= self.max_concurrent:
+            raise _unavailable(f"{self._in_flight} introspections in progress, the limit")
+        self._in_flight += 1
+        try:
+            claims = await self._introspect(token)
+        finally:
+            self._in_flight -= 1
         if claims.get("active") is not True:
             raise _invalid("the token is not active")
         if self.issuer is not None and "iss" in claims and claims["iss"] != self.issuer:

@@ -9,6 +9,7 @@ an ``authenticate(AuthRequest)`` method (`mcpline.server.auth.Verifier`) also se
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from ...server.auth.dpop import ALGORITHMS
@@ -105,21 +106,31 @@ def _latin1(value: str) -> bytes:
 
 
 async def principal_of(verifier: TokenVerifier, headers: Headers, method: str, url: str) -> Any:
-    """The principal of the request's credentials (None without any); `Refused` if refused."""
+    """The principal of the request's credentials (None without any); `Refused` if refused
+    (also when the verifier raises anything else: that is logged without its message)."""
     authenticate = getattr(verifier, "authenticate", None)
-    if authenticate is not None:
-        request = AuthRequest(
-            method, url, _values(headers, "authorization"), _values(headers, "dpop")
-        )
-        return await authenticate(request)
-    token = bearer_token(headers.get("authorization"))
-    if token is None:
-        return None
     try:
+        if authenticate is not None:
+            request = AuthRequest(
+                method, url, _values(headers, "authorization"), _values(headers, "dpop")
+            )
+            return await authenticate(request)
+        token = bearer_token(headers.get("authorization"))
+        if token is None:
+            return None
         found = await verify(verifier, token)
+    except Refused:
+        raise
     except Exception as exc:
-        # Neither the message nor the traceback: either may quote the presented token.
-        log.error("verify_token raised %s; the request is refused", type(exc).__name__)
+        # The exception's message and chain may hold the presented token: log where it was
+        # raised, never what it says.
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        log.error(
+            "verify_token raised %s (its message is not logged: it may hold the presented "
+            "token); the request is refused. Raised at:\n%s",
+            type(exc).__name__,
+            frames.rstrip(),
+        )
         found = None
     if found is None:
         raise Refused("invalid_token", "the token was refused")
