@@ -149,6 +149,7 @@ def test_a_jwks_endpoint_that_hangs_is_a_bounded_503(authz: Authz) -> None:
         )
         again = whoami(srv, bearer(token))  # within min_refetch: refused at once, no fetch
         assert again.status == 503 and "the last fetch failed" in again.json["error"]["message"]
+        assert 1 < int(again.headers["retry-after"]) <= 30  # when min_refetch allows a fetch
         assert token not in srv.stderr
     finally:
         srv.stop()

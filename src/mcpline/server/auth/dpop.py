@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from .tokens import DPOP, Refused
+from .tokens import DPOP, Refused, unavailable
 
 ALGORITHMS = (
     "ES256",
@@ -132,12 +132,9 @@ class ProofChecker:
         if digest in seen:
             raise _refuse("the DPoP proof was already used (replay)")
         if len(seen) >= self.max_proofs:
-            raise Refused(
-                "temporarily_unavailable",
-                f"Service Unavailable: {self.max_proofs} DPoP proofs are remembered (the limit)",
-                status=503,
-                scheme=DPOP,
-            )
+            busy = unavailable(f"{self.max_proofs} DPoP proofs are remembered (the limit)")
+            busy.scheme = DPOP
+            raise busy
         seen[digest] = now
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .tokens import Refused
+from .tokens import Refused, unavailable
 
 if TYPE_CHECKING:
     import httpx2
@@ -33,11 +34,10 @@ DEFAULT_MAX_BYTES = 256 * 1024
 class KeysUnavailable(Refused):
     """The JWKS could not be fetched or read (503)."""
 
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, retry_after: int = 1) -> None:
+        refused = unavailable(f"the signing keys could not be fetched ({why})", retry_after)
         super().__init__(
-            "temporarily_unavailable",
-            f"Service Unavailable: the signing keys could not be fetched ({why})",
-            status=503,
+            refused.error, refused.description, status=503, retry_after=refused.retry_after
         )
 
 
@@ -79,8 +79,10 @@ class JwksCache:
         recently = self._attempted_at is not None and now - self._attempted_at < self.min_refetch
         if recently:
             if keys is None:
+                wait = self.min_refetch - (now - (self._attempted_at or now))
                 raise KeysUnavailable(
-                    f"the last fetch failed; the next within {self.min_refetch:g} s"
+                    f"the last fetch failed; the next within {self.min_refetch:g} s",
+                    max(1, math.ceil(wait)),
                 )
             return keys  # an unknown kid fails against these: no fetch storm
         if self._fetching is None:

@@ -68,17 +68,35 @@ def scopes_of(principal: Any) -> frozenset[str]:
 
 class Refused(Exception):
     """A request whose credentials are refused: ``status`` (401, or 503 when the keys or the
-    introspection endpoint cannot be reached), the RFC 6750 / RFC 9449 ``error`` code, a
-    ``description`` that never quotes the token, and the ``scheme`` of the challenge."""
+    introspection endpoint cannot be reached, with ``retry_after`` seconds), the RFC 6750 /
+    RFC 9449 ``error`` code, a ``description`` that never quotes the token, and the
+    ``scheme`` of the challenge."""
 
     def __init__(
-        self, error: str, description: str, *, status: int = 401, scheme: str = BEARER
+        self,
+        error: str,
+        description: str,
+        *,
+        status: int = 401,
+        scheme: str = BEARER,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(description)
         self.error = error
         self.description = description
         self.status = status
         self.scheme = scheme
+        self.retry_after = retry_after
+
+
+def unavailable(description: str, retry_after: int = 1) -> Refused:
+    """503: the verifier cannot decide now (its keys or endpoint are out of reach)."""
+    return Refused(
+        "temporarily_unavailable",
+        f"Service Unavailable: {description}",
+        status=503,
+        retry_after=retry_after,
+    )
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,7 @@ __all__ = [
     "credentials",
     "DPOP",
     "Refused",
+    "unavailable",
     "scopes_of",
     "scopes_of_claims",
 ]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dpop import ProofChecker
 from .jwks import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, JwksCache, has_kid, kid_of
-from .tokens import DPOP, AccessToken, AuthRequest, Refused, credentials
+from .tokens import DPOP, AccessToken, AuthRequest, Refused, credentials, unavailable
 
 if TYPE_CHECKING:
     import httpx2
@@ -338,11 +338,7 @@ class IntrospectionVerifier(Verifier):
 
 
 def _unavailable(why: str) -> Refused:
-    return Refused(
-        "temporarily_unavailable",
-        f"Service Unavailable: the token could not be introspected ({why})",
-        status=503,
-    )
+    return unavailable(f"the token could not be introspected ({why})")
 
 
 __all__ = [

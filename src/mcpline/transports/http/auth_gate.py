@@ -16,7 +16,6 @@ from ...server.auth.dpop import ALGORITHMS
 from ...server.auth.tokens import DPOP, AuthRequest, Refused, scopes_of
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from . import respond
-from .budget import RETRY_AFTER
 from .headers import Headers
 from .security import TokenVerifier, bearer_token, challenge, verify
 
@@ -70,7 +69,8 @@ async def authenticate(
             why, code = "Unauthorized: " + refused.description, INVALID_REQUEST
         else:
             why, code = refused.description, INTERNAL_ERROR
-            out.append((b"retry-after", RETRY_AFTER))
+        if refused.retry_after is not None:
+            out.append((b"retry-after", str(refused.retry_after).encode("ascii")))
         await respond.error(send, refused.status, code, why, None, out)
         return None
     if principal is None:
