@@ -60,7 +60,8 @@ async def authenticate(
                 metadata,
                 refused.error,
                 scheme=refused.scheme,
-                description=refused.description,
+                # A Verifier says why; a plain verify_token's "refused" adds nothing.
+                description=refused.description if hasattr(verifier, "authenticate") else None,
                 algs=ALGORITHMS if refused.scheme == DPOP else (),
             )
         )
