@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from typing import Any
@@ -192,3 +193,14 @@ def test_challenges() -> None:
         www
         == 'DPoP error="invalid_dpop_proof", error_description="a \'quoted\'  why", algs="ES256"'
     )
+
+
+def test_an_auth_spec_from_the_environment_is_checked_too() -> None:
+    proc = subprocess.run(
+        [MCPLINE, "run", str(SCOPED), "--http", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MCPLINE_AUTH": "jwks=https://as/jwks"},
+    )
+    assert proc.returncode == 2 and "--auth: jwks= needs issuer" in proc.stderr, proc.stderr

@@ -1,6 +1,6 @@
 """RFC 7662 introspection: ``mcpline run --http --auth introspection=...`` against the test
 authorization server (its own process), and `IntrospectionVerifier`'s cache (bounded, never
-past the token's ``exp``) with a controlled clock."""
+past the token's ``exp``) with a controlled clock; and what `JwksCache` refuses to read."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcpline.server.auth import IntrospectionVerifier, Refused
+from mcpline.server.auth import IntrospectionVerifier, JwksCache, KeysUnavailable, Refused
 
 from ..transports.http_util import HttpServer, call, free_port
 from .authz_server import RS_CLIENT_ID, RS_CLIENT_SECRET
@@ -152,5 +152,26 @@ def test_an_endpoint_that_hangs_is_bounded_in_time_and_in_calls(authz: Authz) ->
         first.cancel()
         with pytest.raises(asyncio.CancelledError):
             await first
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "why"),
+    [
+        ("/jwks", {"max_bytes": 10}, "over 10 bytes"),
+        ("/stats", {}, "not a JSON Web Key Set"),
+        ("/nowhere", {}, "HTTP 404"),
+    ],
+)
+def test_a_jwks_that_is_too_big_or_no_key_set_is_refused(
+    authz: Authz, path: str, options: dict[str, int], why: str
+) -> None:
+    cache = JwksCache(authz.url + path, **options)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        with pytest.raises(KeysUnavailable, match=why) as ei:
+            await cache.keys(None)
+        assert ei.value.status == 503
 
     asyncio.run(asyncio.wait_for(main(), 60))
