@@ -157,6 +157,12 @@ def test_the_server_knows_what_each_request_requires() -> None:
     assert server.required_scopes("resources/read", {"uri": "r://1"}) == {"r"}
     assert server.required_scopes("resources/read", {"uri": "q://1"}) == frozenset()
     assert server.required_scopes("tools/list", {}) == frozenset()
+    for ref in (
+        {"type": "ref/resource", "uri": "r://{x}"},
+        {"type": "ref/resource", "uri": "r://2"},
+    ):
+        complete = {"ref": ref, "argument": {"name": "x", "value": ""}}
+        assert server.required_scopes("completion/complete", complete) == {"r"}
     server.remove_tool("t")
     assert server.required_scopes("tools/call", {"name": "t"}) == frozenset()
 

@@ -172,9 +172,14 @@ def test_a_missing_scope_is_403_insufficient_scope(authz: Authz, rs: HttpServer)
     www = r.headers["www-authenticate"]
     assert www.startswith('Bearer error="insufficient_scope", scope="notes:read notes:write"')
     assert r.json["id"] == 2 and "notes:read notes:write" in r.json["error"]["message"]
+    complete = {
+        "ref": {"type": "ref/prompt", "name": "draft"},
+        "argument": {"name": "a", "value": ""},
+    }
     for method, params in (
         ("prompts/get", {"name": "draft"}),
         ("resources/read", {"uri": "notes://admin/x"}),
+        ("completion/complete", complete),
     ):
         r = call(rs, 3, method, params, headers=bearer(token))
         assert r.status == 403 and "insufficient_scope" in r.headers["www-authenticate"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import JsonRpcError
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import PROMPTS_GET, RESOURCES_READ, TASKS_EXTENSION, TOOLS_CALL
+from ..spec import COMPLETE, PROMPTS_GET, RESOURCES_READ, TASKS_EXTENSION, TOOLS_CALL
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
@@ -537,10 +537,19 @@ class Server:
         return listed
 
     def required_scopes(self, method: str, params: Any) -> frozenset[str]:
-        """The scopes a ``tools/call``, ``prompts/get`` or ``resources/read`` with these
-        params requires (none for other methods or for what is not registered)."""
+        """The scopes a ``tools/call``, ``prompts/get``, ``resources/read`` or a
+        ``completion/complete`` of a prompt's or resource template's argument with these params
+        requires (none for other methods or for what is not registered)."""
         if not self.scopes or not isinstance(params, dict):
             return frozenset()
+        if method == COMPLETE:
+            ref = params.get("ref")
+            if not isinstance(ref, dict):
+                return frozenset()
+            if ref.get("type") == "ref/prompt":
+                method, params = PROMPTS_GET, ref
+            elif ref.get("type") == "ref/resource":
+                method, params = RESOURCES_READ, ref
         key = params.get("uri" if method == RESOURCES_READ else "name")
         if not isinstance(key, str):
             return frozenset()
@@ -548,13 +557,19 @@ class Server:
             return self.scopes.required("tool", key)
         if method == PROMPTS_GET:
             return self.scopes.required("prompt", key)
-        if method == RESOURCES_READ and self._built("_resources"):
-            try:
-                res, _ = self._resources.resolve(key)
-            except JsonRpcError:
-                return frozenset()
-            return self.scopes.required("resource", res.uri)
+        if method == RESOURCES_READ:
+            return self.scopes.required("resource", key) or self._resource_scopes(key)
         return frozenset()
+
+    def _resource_scopes(self, uri: str) -> frozenset[str]:
+        """The scopes of the resource or template serving ``uri`` (none if there is none)."""
+        if not self._built("_resources"):
+            return frozenset()
+        try:
+            res, _ = self._resources.resolve(uri)
+        except JsonRpcError:
+            return frozenset()
+        return self.scopes.required("resource", res.uri)
 
     def _watchable(self, uri: str) -> bool:
         """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""
