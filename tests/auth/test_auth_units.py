@@ -210,3 +210,17 @@ def test_an_auth_spec_from_the_environment_is_checked_too() -> None:
         env={**os.environ, "MCPLINE_AUTH": "jwks=https://as/jwks"},
     )
     assert proc.returncode == 2 and "--auth: jwks= needs issuer" in proc.stderr, proc.stderr
+
+
+def test_a_renewed_token_is_the_same_owner() -> None:
+    from mcpline.server._task_records import owner_key
+
+    claims = {"iss": "https://as", "sub": "dana", "client_id": "c", "scope": "a", "exp": 1}
+    first = AccessToken.from_claims(claims)
+    renewed = AccessToken.from_claims({**claims, "scope": "a b", "exp": 2, "jti": "new"})
+    other = AccessToken.from_claims({**claims, "sub": "eve"})
+    assert first == renewed and owner_key(first) == owner_key(renewed)
+    assert first != other and owner_key(first) != owner_key(other)
+    assert owner_key(AccessToken.from_claims({**claims, "iss": "https://elsewhere"})) != owner_key(
+        first
+    )

@@ -91,3 +91,29 @@ def test_the_official_sdk_client_with_a_bearer_token(
 
     run(main())
     assert token not in rs.stderr
+
+
+def test_a_renewed_token_keeps_the_legacy_session_and_another_user_is_refused(
+    authz: Authz, rs: HttpServer
+) -> None:
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp import MCPError
+    from mcp.client.streamable_http import streamable_http_client
+
+    first = authz.mint(audience(rs), sub="dana", scope="notes:read")
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {first}"}) as http:
+            transport = streamable_http_client(audience(rs), http_client=http)
+            async with SdkClient(transport, mode="legacy") as c:
+                assert (await c.call_tool("read_notes", {})).content[0].text == "the notes"  # type: ignore[union-attr]
+                renewed = authz.mint(audience(rs), sub="dana", scope="notes:read notes:write")
+                http.headers["Authorization"] = f"Bearer {renewed}"
+                wrote = await c.call_tool("write_notes", {"text": "y"})
+                assert wrote.content[0].text == "wrote y"  # type: ignore[union-attr]
+                http.headers["Authorization"] = f"Bearer {authz.mint(audience(rs), sub='eve')}"
+                with pytest.raises(MCPError, match="opened with another bearer token"):
+                    await c.call_tool("read_notes", {})
+
+    run(main())

@@ -3,6 +3,7 @@ and the parts of one HTTP request they look at (`AuthRequest`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,13 +12,17 @@ BEARER = "Bearer"
 DPOP = "DPoP"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AccessToken:
     """A verified access token: the principal handlers see as ``ctx.principal``.
 
     ``scopes`` are the granted scopes; ``claims`` every claim of the JWT (or of the
     introspection answer); ``jkt`` the thumbprint of the key the token is bound to (``cnf.jkt``),
     if any. The token text itself is not kept, so a principal never carries it into a log.
+
+    Two tokens are equal when they speak for the same `owner` (issuer, subject, client): a
+    renewed token, or one with more scopes after a step-up, keeps the caller's legacy session
+    and tasks.
     """
 
     subject: str | None
@@ -26,6 +31,18 @@ class AccessToken:
     client_id: str | None = None
     expires_at: float | None = None
     jkt: str | None = None
+
+    @property
+    def owner(self) -> str:
+        """Who the token speaks for, the same across its renewals: its issuer, subject and
+        client (what tasks and sessions are bound to)."""
+        return json.dumps([self.claims.get("iss"), self.subject, self.client_id])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AccessToken) and self.owner == other.owner
+
+    def __hash__(self) -> int:
+        return hash(self.owner)
 
     @classmethod
     def from_claims(cls, claims: Mapping[str, Any]) -> AccessToken:
