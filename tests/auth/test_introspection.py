@@ -175,3 +175,17 @@ def test_a_jwks_that_is_too_big_or_no_key_set_is_refused(
         assert ei.value.status == 503
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_concurrent_requests_share_one_jwks_fetch(authz: Authz) -> None:
+    cache = JwksCache(authz.url + "/jwks")
+
+    async def main() -> None:
+        before = authz.stats()["jwks"]
+        found = await asyncio.gather(*(cache.keys("some-kid") for _ in range(20)))
+        assert all(keys is found[0] for keys in found)
+        assert authz.stats()["jwks"] == before + 1
+        await cache.keys("another-unknown-kid")  # within min_refetch: the cached keys
+        assert authz.stats()["jwks"] == before + 1
+
+    asyncio.run(asyncio.wait_for(main(), 60))
