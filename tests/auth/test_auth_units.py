@@ -224,3 +224,19 @@ def test_a_renewed_token_is_the_same_owner() -> None:
     assert owner_key(AccessToken.from_claims({**claims, "iss": "https://elsewhere"})) != owner_key(
         first
     )
+
+
+def test_credentials_are_read_from_one_authorization_header() -> None:
+    from mcpline.server.auth.tokens import credentials
+
+    assert credentials([]) is None and credentials(["Basic abc"]) is None
+    assert credentials(["bearer abc"]) == ("Bearer", "abc")
+    assert credentials(["DPoP abc"]) == ("DPoP", "abc")
+    for bad, why in (
+        (["Bearer a", "Bearer b"], "several Authorization headers"),
+        (["Bearer"], "a malformed Bearer credential"),
+        (["DPoP a b"], "a malformed DPoP credential"),
+    ):
+        with pytest.raises(Refused, match=why) as ei:
+            credentials(bad)
+        assert ei.value.error == "invalid_request" and ei.value.status == 401
