@@ -60,20 +60,6 @@ def test_method_405_names_what_the_endpoint_takes() -> None:
     assert "Mcp-Session-Id" in legacy.message
 
 
-def test_unauthorized_challenges_with_the_metadata() -> None:
-    metadata = {"resource": "https://mcp.example/mcp", "authorization_servers": ["https://a"]}
-    assert admission.unauthorized("t", "alice", metadata) is None
-    missing = admission.unauthorized(None, None, metadata)
-    assert missing is not None and missing.status == 401
-    www = dict(missing.headers)[b"www-authenticate"]
-    assert www.startswith(b"Bearer ") and b"resource_metadata=" in www
-    assert b"invalid_token" not in www
-    refused = admission.unauthorized("s3cr3t-token", None, None)
-    assert refused is not None
-    assert dict(refused.headers)[b"www-authenticate"] == b'Bearer error="invalid_token"'
-    assert "s3cr3t" not in refused.message  # a presented credential is never echoed
-
-
 @pytest.mark.parametrize(
     ("value", "status"),
     [

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from ..server.auth.config import AUTH_ENV
 from ..server.loading import load_server, load_worker_app
 
 SOCKET_OPTIONS = (
@@ -141,6 +142,13 @@ def register(sub: Any) -> None:
             metavar="N",
             help=f"--http: {what} (default {default}; see docs/security.md)",
         )
+    h.add_argument(
+        "--auth",
+        metavar="SPEC",
+        help="--http: verify OAuth access tokens, e.g. jwks=URL,issuer=URL,audience=URL or "
+        "introspection=URL,client_id=ID,issuer=URL (secret: $MCPLINE_AUTH_CLIENT_SECRET); "
+        "serves the RFC 9728 metadata it implies (default: $MCPLINE_AUTH; see docs/auth.md)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -304,6 +312,9 @@ def run_http(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr
     try:
         host, port = parse_bind(args.http)
+        spec = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
+        if spec:
+            options.update(auth_options(spec, host, port, workers))
         if workers > 1:
             serve_workers(
                 args.target,
@@ -320,6 +331,24 @@ def run_http(args: argparse.Namespace) -> int:
         print(f"mcpline run: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
+    """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
+    metadata here, and build the verifier from ``$MCPLINE_AUTH``); SystemExit(2) if bad."""
+    from ..server.auth.config import AuthConfig
+
+    name = f"[{host}]" if ":" in host else host
+    default = f"http://{name}:{port}/mcp" if port else None
+    try:
+        config = AuthConfig.parse(spec, default_audience=default, env=os.environ)
+    except ValueError as exc:
+        _usage(f"--auth: {exc}")
+    if workers > 1:
+        audience = config.values["audience"]
+        os.environ[AUTH_ENV] = spec if "audience=" in spec else f"{spec},audience={audience}"
+        return {"resource_metadata": config.metadata()}
+    return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
 
 
 def task_quota(args: argparse.Namespace) -> None:
@@ -345,10 +374,10 @@ def run(args: argparse.Namespace) -> int:
     if args.http is not None:
         return run_http(args)
     http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
-    if args.workers is not None or args.allow_origin or args.allow_host or http_only:
+    if args.workers is not None or args.allow_origin or args.allow_host or http_only or args.auth:
         _usage(
-            "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total and "
-            "the per-client shares (--max-requests-per-client, ...) are for --http"
+            "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total, "
+            "--auth and the per-client shares (--max-requests-per-client, ...) are for --http"
         )
     options = socket_options(args)
     url = bus_url(args)

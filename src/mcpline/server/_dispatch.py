@@ -44,6 +44,7 @@ from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
     from ._lifespan import Services
+    from .scopes import Kind
     from .server import Server, ServerOptions
     from .subscriptions import Subscriptions
     from .tasks import TaskManager
@@ -238,11 +239,13 @@ class Dispatcher:
         end = start + self.options.page_size
         return items[start:end], (encode_cursor(kind, end) if end < len(items) else None)
 
-    def list_result(self, key: str, page: list[Any], next_cursor: str | None) -> dict[str, Any]:
+    def list_result(
+        self, key: str, page: list[Any], next_cursor: str | None, private: bool = False
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {
             key: page,
             "ttlMs": self.options.list_ttl_ms,
-            "cacheScope": self.options.cache_scope,
+            "cacheScope": "private" if private else self.options.cache_scope,
         }
         if next_cursor is not None:
             result["nextCursor"] = next_cursor
@@ -265,8 +268,20 @@ class Dispatcher:
         return await self.subscriptions.listen(ctx, params)
 
     async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        page, nxt = self.paginate("tools", self._server._listed_tools(), params)
-        return self.list_result("tools", page, nxt)
+        listed = self._server._listed_tools()
+        private = self._for_caller(ctx)
+        if private:
+            listed = [d for d in listed if self._allows(ctx, "tool", d["name"])]
+        page, nxt = self.paginate("tools", listed, params)
+        return self.list_result("tools", page, nxt, private)
+
+    def _for_caller(self, ctx: Context) -> bool:
+        """Whether listings are filtered by the caller's scopes (a verified principal, and
+        scope rules): such a listing is also ``cacheScope: private``."""
+        return bool(self._server.scopes) and ctx.principal is not None
+
+    def _allows(self, ctx: Context, kind: Kind, name: str) -> bool:
+        return self._server.scopes.allows(ctx.principal, kind, name)
 
     async def _tools_call(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -310,14 +325,22 @@ class Dispatcher:
         return await self.tasks.cancel(ctx, params)
 
     async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        listed = [r.definition for r in self._server._resources.static.values()]
+        found = self._server._resources.static.values()
+        private = self._for_caller(ctx)
+        listed = [
+            r.definition for r in found if not private or self._allows(ctx, "resource", r.uri)
+        ]
         page, nxt = self.paginate("resources", listed, params)
-        return self.list_result("resources", page, nxt)
+        return self.list_result("resources", page, nxt, private)
 
     async def _templates_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        listed = [r.definition for r in self._server._resources.templates.values()]
+        found = self._server._resources.templates.values()
+        private = self._for_caller(ctx)
+        listed = [
+            r.definition for r in found if not private or self._allows(ctx, "resource", r.uri)
+        ]
         page, nxt = self.paginate("templates", listed, params)
-        return self.list_result("resourceTemplates", page, nxt)
+        return self.list_result("resourceTemplates", page, nxt, private)
 
     async def _resources_read(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         from . import resources as _resources
@@ -330,9 +353,11 @@ class Dispatcher:
         )
 
     async def _prompts_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        listed = [p.definition for p in self._server._prompts.values()]
+        found = self._server._prompts.values()
+        private = self._for_caller(ctx)
+        listed = [p.definition for p in found if not private or self._allows(ctx, "prompt", p.name)]
         page, nxt = self.paginate("prompts", listed, params)
-        return self.list_result("prompts", page, nxt)
+        return self.list_result("prompts", page, nxt, private)
 
     async def _prompts_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         from . import prompts as _prompts

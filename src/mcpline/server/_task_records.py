@@ -20,10 +20,15 @@ def required_extension() -> dict[str, Any]:
 
 
 def owner_key(principal: Any) -> str:
-    """What a task is bound to: a digest of the principal's JSON (its ``str`` when it has
-    none), "" without a principal. Give ``verify_token`` a stable value (a user id)."""
+    """What a task is bound to: a digest of the principal's ``owner`` text when it has one
+    (`mcpline.server.auth.AccessToken`: issuer, subject, client), else of its JSON (its ``str``
+    when it has none), "" without a principal. Give ``verify_token`` a stable value (a user
+    id)."""
     if principal is None:
         return ""
+    owner = getattr(principal, "owner", None)
+    if isinstance(owner, str):
+        return hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
     try:
         raw = msgspec.json.encode(principal, order="sorted")
     except (TypeError, msgspec.EncodeError):

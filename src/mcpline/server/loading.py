@@ -57,12 +57,15 @@ def load_server(target: str) -> Server:
 def load_worker_app() -> HttpApp:
     """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
     app factory, given to `mcpline.transports.http.serve.serve_workers`): the file named by
-    ``$MCPLINE_HTTP_TARGET`` imported again."""
+    ``$MCPLINE_HTTP_TARGET`` imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
     from ..transports.http.serve import TARGET_ENV, worker_app
     from ..transports.stdio import configure_logging
+    from .auth.config import AUTH_ENV, app_options
 
     configure_logging()
-    return worker_app(load_server(os.environ[TARGET_ENV]))
+    spec = os.environ.get(AUTH_ENV)
+    extra = app_options(spec, env=os.environ) if spec else {}
+    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
 
 
 __all__ = ["DEFAULT_NAMES", "load_server", "load_worker_app"]

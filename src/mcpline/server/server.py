@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from ..errors import JsonRpcError
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import TASKS_EXTENSION
+from ..spec import COMPLETE, PROMPTS_GET, RESOURCES_READ, TASKS_EXTENSION, TOOLS_CALL
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
@@ -15,6 +16,7 @@ from ._options import ServerOptions
 from .engine import Engine
 from .eras import ModernEra
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
+from .scopes import ScopeRules, check_scopes
 from .tools import Tool, make_tool
 
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
@@ -138,6 +140,8 @@ class Server:
         self._resources_enabled = False
         self._prompts: dict[str, Prompt] = {}
         self._prompts_enabled = False
+        self.scopes = ScopeRules()
+        """The OAuth scopes tools, prompts and resources require (their ``scopes=``)."""
         ledger = (
             (MemoryNonceLedger() if state_single_use else None)
             if isinstance(state_single_use, bool)
@@ -201,6 +205,7 @@ class Server:
         hidden: bool = False,
         strict: bool | None = None,
         task: bool | str | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -218,6 +223,7 @@ class Server:
         hidden: bool = False,
         strict: bool | None = None,
         task: bool | str | None = None,
+        scopes: Iterable[str] | None = None,
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -231,6 +237,8 @@ class Server:
         ``task=True`` (or ``"optional"``) runs each call as a task for a client that declares
         the tasks extension; ``task="required"`` refuses other clients with -32021 (legacy
         sessions still get a normal call). See `mcpline.server.tasks`.
+        ``scopes``: the OAuth scopes a caller's verified token must hold (HTTP 403
+        ``insufficient_scope`` otherwise; see `mcpline.server.scopes`).
         """
         if callable(name):
             self.add_tool(name)
@@ -251,6 +259,7 @@ class Server:
                 hidden=hidden,
                 strict=strict,
                 task=task,
+                scopes=scopes,
             )
             return fn
 
@@ -263,16 +272,19 @@ class Server:
         hidden: bool = False,
         strict: bool | None = None,
         task: bool | str | None = None,
+        scopes: Iterable[str] | None = None,
         **options: Any,
     ) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
         if strict is None:
             strict = self.options.strict_arguments
         mode = _task_mode(task)
+        required = check_scopes(scopes)
         tool = make_tool(fn, strict=strict, **options)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self.scopes.set("tool", tool.name, required)
         if mode is not None:
             self._task_tools[tool.name] = mode
         self._listed = None
@@ -286,6 +298,7 @@ class Server:
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
         del self._tools[name]
+        self.scopes.set("tool", name, None)
         self._listed = None
         self._task_tools.pop(name, None)
         if name in self._hidden_tools:
@@ -305,8 +318,9 @@ class Server:
         """Decorator: serve ``uri`` with a function; ``{var}`` in ``uri`` makes a template.
 
         Options: ``name``, ``title``, ``description`` (default: the docstring),
-        ``mime_type``, ``annotations``, ``icons``, ``size``, ``meta``, and the caching
-        hints of its reads ``ttl_ms``/``cache_scope``. See `mcpline.server.resources`.
+        ``mime_type``, ``annotations``, ``icons``, ``size``, ``meta``, the caching
+        hints of its reads ``ttl_ms``/``cache_scope``, and the OAuth ``scopes`` a caller
+        needs (see `tool`). See `mcpline.server.resources`.
 
         Variables arrive pct-decoded. Path-segment variables (``{name}``, ``{.x}``, ``{/x}``,
         ``{/x*}``, ``{;x}``) never contain ``/`` or ``\\``: a URI with ``%2F`` in one is not
@@ -327,8 +341,10 @@ class Server:
         """Register a resource or template (``fn`` may be constant ``str``/``bytes``)."""
         from .resources import make_resource
 
+        required = check_scopes(options.pop("scopes", None))
         res = make_resource(uri, fn, **options)
         self._resources.add(res)
+        self.scopes.set("resource", res.uri, required)
         self._resources_enabled = True
         self.list_changed("resources")
         return res
@@ -336,6 +352,7 @@ class Server:
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template by URI/template; `KeyError` if there is none."""
         self._resources.remove(uri)
+        self.scopes.set("resource", uri, None)
         self.list_changed("resources")
 
     def resource_template(self, uri_template: str, **options: Any) -> Callable[[F], F]:
@@ -359,7 +376,7 @@ class Server:
         """Decorator: register a prompt (``@server.prompt`` or ``@server.prompt(...)``).
 
         Options: ``title``, ``description`` (default: the docstring), ``argument_titles``,
-        ``icons``, ``meta``. See `mcpline.server.prompts`.
+        ``icons``, ``meta``, ``scopes`` (see `tool`). See `mcpline.server.prompts`.
         """
         if callable(name):
             self.add_prompt(name)
@@ -376,10 +393,12 @@ class Server:
         prompt of the same name is a `ValueError`."""
         from .prompts import make_prompt
 
+        required = check_scopes(options.pop("scopes", None))
         prompt = make_prompt(fn, **options)
         if prompt.name in self._prompts:
             raise ValueError(f"a prompt named {prompt.name!r} is already registered")
         self._prompts[prompt.name] = prompt
+        self.scopes.set("prompt", prompt.name, required)
         self._prompts_enabled = True
         self.list_changed("prompts")
         return prompt
@@ -387,6 +406,7 @@ class Server:
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; `KeyError` when there is none by that name."""
         del self._prompts[name]
+        self.scopes.set("prompt", name, None)
         self.list_changed("prompts")
 
     @property
@@ -521,6 +541,41 @@ class Server:
             listed = [t.definition for t in self._tools.values() if t.name not in hidden]
             self._listed = listed
         return listed
+
+    def required_scopes(self, method: str, params: Any) -> frozenset[str]:
+        """The scopes a ``tools/call``, ``prompts/get``, ``resources/read`` or a
+        ``completion/complete`` of a prompt's or resource template's argument with these params
+        requires (none for other methods or for what is not registered)."""
+        if not self.scopes or not isinstance(params, dict):
+            return frozenset()
+        if method == COMPLETE:
+            ref = params.get("ref")
+            if not isinstance(ref, dict):
+                return frozenset()
+            if ref.get("type") == "ref/prompt":
+                method, params = PROMPTS_GET, ref
+            elif ref.get("type") == "ref/resource":
+                method, params = RESOURCES_READ, ref
+        key = params.get("uri" if method == RESOURCES_READ else "name")
+        if not isinstance(key, str):
+            return frozenset()
+        if method == TOOLS_CALL:
+            return self.scopes.required("tool", key)
+        if method == PROMPTS_GET:
+            return self.scopes.required("prompt", key)
+        if method == RESOURCES_READ:
+            return self.scopes.required("resource", key) or self._resource_scopes(key)
+        return frozenset()
+
+    def _resource_scopes(self, uri: str) -> frozenset[str]:
+        """The scopes of the resource or template serving ``uri`` (none if there is none)."""
+        if not self._built("_resources"):
+            return frozenset()
+        try:
+            res, _ = self._resources.resolve(uri)
+        except JsonRpcError:
+            return frozenset()
+        return self.scopes.required("resource", res.uri)
 
     def _watchable(self, uri: str) -> bool:
         """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""

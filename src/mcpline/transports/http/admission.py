@@ -32,7 +32,7 @@ from typing import Any
 
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST
 from .headers import accepts, is_json
-from .security import Gatekeeper, challenge
+from .security import Gatekeeper
 
 RETRY_AFTER_SECONDS = 1
 """What a 503 of a momentary limit (bodies in flight, connections) asks the client to wait."""
@@ -109,21 +109,6 @@ def not_allowed(allow: bytes) -> Refusal:
         "" if allow == b"POST" else " (GET and DELETE need a 2025-11-25 Mcp-Session-Id)"
     )
     return Refusal(405, why, headers=((b"allow", allow),))
-
-
-def unauthorized(
-    token: str | None, principal: Any, resource_metadata: dict[str, Any] | None
-) -> Refusal | None:
-    """401 with a ``WWW-Authenticate`` challenge (naming ``resource_metadata``) when no
-    bearer ``token`` came, or the verifier gave no ``principal`` for it."""
-    if principal is not None:
-        return None
-    error = None if token is None else "invalid_token"
-    why = "Unauthorized: " + (
-        "a bearer token is required" if token is None else "the token was refused"
-    )
-    www = challenge(resource_metadata, error).encode("latin-1")
-    return Refusal(401, why, headers=((b"www-authenticate", www),))
 
 
 def content_type(value: str | None) -> Refusal | None:
@@ -401,5 +386,4 @@ __all__ = [
     "RETRY_AFTER_SECONDS",
     "Shares",
     "too_large",
-    "unauthorized",
 ]

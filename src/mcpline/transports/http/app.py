@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +25,10 @@ from ...protocol.meta import has_modern_meta
 from ...server._task_records import owner_key
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST, LISTEN
 from ...wire import encode
-from . import admission, legacy, modern, respond, sse
+from . import admission, auth_gate, legacy, modern, respond, sse
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
-from .security import WELL_KNOWN, Gatekeeper, TokenVerifier, bearer_token, verify
+from .security import WELL_KNOWN, Gatekeeper, TokenVerifier
 from .security import check_metadata as _check_metadata
 
 if TYPE_CHECKING:
@@ -127,6 +126,11 @@ class HttpApp:
         self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
         self.verify_token = verify_token
+        if verify_token is None and server.scopes:
+            log.warning(
+                "scopes are declared but this app verifies no tokens (verify_token): "
+                "every caller may call everything"
+            )
         self.resource_metadata = (
             None if resource_metadata is None else _check_metadata(resource_metadata)
         )
@@ -303,13 +307,15 @@ class HttpApp:
         extra = self.cors(headers)
         refusal = admission.method(method, self.allow)
         principal = None
-        if refusal is None and self.verify_token is not None:
-            token = bearer_token(headers.get("authorization"))
-            principal = None if token is None else await self._principal(token)
-            refusal = admission.unauthorized(token, principal, self.resource_metadata)
         if refusal is not None:
             await refuse(send, refusal, extra)
             return
+        if self.verify_token is not None:
+            principal = await auth_gate.authenticate(
+                self.verify_token, scope, headers, self.resource_metadata, send, extra
+            )
+            if principal is None:
+                return
         client = admission.client_key(
             None if principal is None else owner_key(principal), scope.get("client")
         )
@@ -323,22 +329,6 @@ class HttpApp:
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
             await legacy.delete(self, headers, principal, send, extra)
-
-    async def _principal(self, token: str) -> Any:
-        assert self.verify_token is not None
-        try:
-            return await verify(self.verify_token, token)
-        except Exception as exc:
-            # The exception's message and chain may hold the presented token: log where it
-            # was raised, never what it says.
-            frames = "".join(traceback.format_tb(exc.__traceback__))
-            log.error(
-                "verify_token raised %s (its message is not logged: it may hold the presented "
-                "token); the request is refused. Raised at:\n%s",
-                type(exc).__name__,
-                frames.rstrip(),
-            )
-            return None
 
     async def _post(
         self,
@@ -400,6 +390,13 @@ class HttpApp:
             why = "Service Unavailable: the server is shutting down"
             await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
             return
+        if principal is not None and isinstance(message, Request):
+            needed = self.server.required_scopes(message.method, message.params)
+            if needed and not auth_gate.holds(principal, needed):
+                await auth_gate.insufficient_scope(
+                    send, needed, message.id, self.resource_metadata, extra
+                )
+                return
         listen = isinstance(message, Request) and message.method == LISTEN
         refusal = self.shares.admit(client, listen)
         if refusal is not None:

@@ -130,14 +130,37 @@ def metadata_url(resource: str) -> str:
     return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
 
 
-def challenge(resource_metadata: dict[str, Any] | None, error: str | None = None) -> str:
-    """The ``WWW-Authenticate`` value of a 401: Bearer, the error if any, the metadata URL."""
+def challenge(
+    resource_metadata: dict[str, Any] | None,
+    error: str | None = None,
+    *,
+    scheme: str = "Bearer",
+    description: str | None = None,
+    scope: Iterable[str] = (),
+    algs: Iterable[str] = (),
+) -> str:
+    """A ``WWW-Authenticate`` value: the scheme, the error if any with its description, the
+    ``scope`` an operation needs, the metadata URL, and (for DPoP) the proof ``algs``."""
     parts = []
     if error:
         parts.append(f'error="{error}"')
+    if description:
+        parts.append(f'error_description="{_quoted(description)}"')
+    wanted = " ".join(sorted(scope))
+    if wanted:
+        parts.append(f'scope="{_quoted(wanted)}"')
     if resource_metadata is not None:
         parts.append(f'resource_metadata="{metadata_url(resource_metadata["resource"])}"')
-    return "Bearer" + (" " + ", ".join(parts) if parts else "")
+    offered = " ".join(algs)
+    if offered:
+        parts.append(f'algs="{offered}"')
+    return scheme + (" " + ", ".join(parts) if parts else "")
+
+
+def _quoted(text: str) -> str:
+    """``text`` fit for a quoted-string: no quotes nor backslashes, printable latin-1."""
+    cleaned = text.replace("\\", "").replace('"', "'")
+    return cleaned.encode("latin-1", "replace").decode("latin-1")
 
 
 def check_metadata(document: dict[str, Any]) -> dict[str, Any]:

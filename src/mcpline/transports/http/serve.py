@@ -396,11 +396,11 @@ def _warn_unshared(server: Server, workers: int) -> None:
     )
 
 
-def worker_app(server: Server) -> HttpApp:
+def worker_app(server: Server, **extra: Any) -> HttpApp:
     """The app of one worker process of `serve_workers`, for ``server`` (the file imported
     again in that process): its bus from ``$MCPLINE_BUS_URL``, the options `serve_workers`
-    was given."""
-    options = json.loads(os.environ.get(OPTIONS_ENV) or "{}")
+    was given and ``extra`` (those that are no JSON, such as ``verify_token``)."""
+    options = {**json.loads(os.environ.get(OPTIONS_ENV) or "{}"), **extra}
     path = options.pop("path", "/mcp")
     from ...server.scale_out import attach_from_env
 
