@@ -163,7 +163,8 @@ def run_worker(kind: str, server: str, seconds: float) -> dict[str, Any]:
     return common.run_worker(argv, f"{kind} client vs {server}", env)
 
 
-def _in(unit: str, v: float) -> str:
+def fmt_unit(unit: str, v: float) -> str:
+    """``v`` in ``unit`` (``s``, ``/s`` or seconds shown in µs)."""
     if unit == "s":
         return f"{v:.3f} s"
     if unit == "/s":
@@ -187,7 +188,7 @@ def table(samples: Samples, kinds: list[str]) -> str:
     for server in SERVERS:
         for _, label, path, unit in FIGURES:
             med = {k: median_at(samples, k, server, path) for k in kinds}
-            cells = [_in(unit, med[k]) for k in kinds]
+            cells = [fmt_unit(unit, med[k]) for k in kinds]
             cells += [f"{med[a] / med[b]:.2f}×" for a, b in pairs]
             rows.append(f"| {server} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
