@@ -2,7 +2,7 @@
 the official `mcp` 2.3.0 SDK and of FastMCP 4.1.6 and vs a bare ASGI app (the floor), the same
 echo/sleep server, driven by wrk.
 
-    .venv/bin/python bench/http_server.py            # 3 interleaved rounds (about 8 minutes)
+    .venv/bin/python bench/http_server.py            # 3 interleaved rounds (about 10 minutes)
     .venv/bin/python bench/http_server.py --quick    # one short round, to check that it works
 
 Each server is the file of `bench/servers/` served over HTTP on 127.0.0.1: ``mcpline run
