@@ -157,10 +157,11 @@ def check_import(side: Side) -> None:
 
 
 STOPPABLE = (
-    "import runpy, signal, sys\n"
+    "import os, runpy, signal, sys\n"
     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\n"
     "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "sys.argv = sys.argv[1:]\n"
+    "sys.path[0] = os.path.dirname(sys.argv[0])\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
 """Runs a bench script so that SIGTERM or SIGINT unwinds it: its ``finally`` blocks stop the
