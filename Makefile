@@ -56,3 +56,8 @@ bench: $(BIN)/.installed
 	$(BIN)/python bench/scaling.py
 	$(BIN)/python bench/http_server.py
 	$(BIN)/python bench/bridge.py
+
+# Two revisions of src/ benchmarked interleaved, ratios B ÷ A: make compare A=main [B=.]
+.PHONY: compare
+compare: $(BIN)/.installed
+	$(BIN)/python bench/compare.py $(A) $(or $(B),.)

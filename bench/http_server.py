@@ -1,13 +1,16 @@
 """HTTP side by side: mcpline on uvicorn (1 and 2 workers) vs the Streamable HTTP servers of
-the official `mcp` 2.3.0 SDK and of FastMCP 4.1.6, the same echo/sleep server, driven by wrk.
+the official `mcp` 2.3.0 SDK and of FastMCP 4.1.6 and vs a bare ASGI app (the floor), the same
+echo/sleep server, driven by wrk.
 
-    .venv/bin/python bench/http_server.py            # 3 interleaved rounds (about 8 minutes)
+    .venv/bin/python bench/http_server.py            # 3 interleaved rounds (about 10 minutes)
     .venv/bin/python bench/http_server.py --quick    # one short round, to check that it works
 
 Each server is the file of `bench/servers/` served over HTTP on 127.0.0.1: ``mcpline run
 mcpline_server.py --http`` (and ``--workers 2``), ``mcp_http_server.py`` and
-``fastmcp_http_server.py`` (the stdio servers' own objects, run as their READMEs show). All
-three run on the same uvicorn, which picks the same event loop and HTTP parser for each.
+``fastmcp_http_server.py`` (the stdio servers' own objects, run as their READMEs show), and
+the floor, ``asgi_floor_server.py``: an ASGI app that only reads the body, decodes it and
+returns the echo result, on uvicorn with mcpline's options. All of them run on the same
+uvicorn, which picks the same event loop and HTTP parser for each.
 Every request is a 2026-07-28 ``tools/call`` POST with its ``_meta`` and mirrored headers, on
 keep-alive connections, each client sending its next request when the previous reply has come
 (wrk, `bench/loadgen.py`; every reply must be a 200 with the expected text).
@@ -18,7 +21,8 @@ a fresh server process per round): requests/s and p50/p99 latency of ``echo`` (a
 the server's processes, workers included, from /proc); ``aecho`` (``async def``) at 16;
 128 concurrent ``sleep(100 ms)``; RSS per idle ``subscriptions/listen`` stream (N listens
 opened on a fresh server, RSS growth ÷ N); and wrk's own CPU, to show it was not the
-bottleneck. Written to bench/results/http.md and http.json.
+bottleneck. Each figure is printed with its ratio to mcp 2.3.0's and to the floor's, and
+mcpline's against the floor round by round. Written to bench/results/http.md and http.json.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ META = {
 }
 ACCEPT = "application/json, text/event-stream"
 REF = "mcp 2.3.0"
+FLOOR = "floor"
 STATE_KEY = "a-bench-only-state-key-shared-by-the-workers"
 LEVELS = (1, 16, 128)
 
@@ -137,6 +142,7 @@ def servers(selected: list[str] | None) -> list[Spec]:
     file = str(HERE / "servers" / "mcpline_server.py")
     bind = "127.0.0.1:{port}"
     specs = [
+        Spec(FLOOR, [sys.executable, str(HERE / "servers" / "asgi_floor_server.py"), "{port}"]),
         Spec("mcpline", [mcpline, "run", file, "--http", bind]),
         Spec(
             "mcpline, 2 workers",
@@ -430,10 +436,14 @@ def table(results: dict[str, dict[str, list[float]]], names: list[str]) -> str:
         return fig.label + arrow
 
     def note(name: str, fig: Figure, v: float) -> str:
-        ref = results.get(REF, {}).get(fig.key)
-        if name != REF and ref and not fig.key.endswith(NO_RATIO):
-            return f" ({ratio(v, median(ref))})"
-        return ""
+        if fig.key.endswith(NO_RATIO):
+            return ""
+        extras = []
+        for ref_name, short in ((REF, "mcp"), (FLOOR, "floor")):
+            ref = results.get(ref_name, {}).get(fig.key)
+            if name != ref_name and ref:
+                extras.append(f"{ratio(v, median(ref))} {short}")
+        return " (" + ", ".join(extras) + ")" if extras else ""
 
     return figure_table(results, names, FIGURES, label, note)
 
@@ -452,11 +462,39 @@ def spread_line(results: dict[str, dict[str, list[float]]], names: list[str]) ->
     return "; ".join(parts)
 
 
-def paired(results: dict[str, dict[str, list[float]]], key: str, name: str) -> list[float]:
-    """``name``'s figure ÷ the reference's, round by round (the two ran minutes apart at
+def paired(
+    results: dict[str, dict[str, list[float]]], key: str, name: str, ref_name: str = REF
+) -> list[float]:
+    """``name``'s figure ÷ ``ref_name``'s, round by round (the two ran minutes apart at
     most, under the same load): steadier than a ratio of medians on a busy machine."""
-    ours, ref = results[name].get(key, []), results[REF].get(key, [])
+    ours, ref = results[name].get(key, []), results[ref_name].get(key, [])
     return [a / b for a, b in zip(ours, ref, strict=False) if b]
+
+
+FLOOR_GOALS: list[tuple[str, str, Callable[[float], bool]]] = [
+    ("echo16_rps", "echo at 16 clients, requests/s ≥ 0.5× the floor's", lambda r: r >= 0.5),
+    ("aecho16_rps", "aecho at 16 clients, requests/s ≥ 0.7× the floor's", lambda r: r >= 0.7),
+    ("echo16_cpu", "server CPU per echo request ≤ 2× the floor's", lambda r: r <= 2),
+    ("aecho16_cpu", "server CPU per aecho request ≤ 1.5× the floor's", lambda r: r <= 1.5),
+]
+
+
+def floor_targets(results: dict[str, dict[str, list[float]]]) -> str:
+    """mcpline (one worker) against the floor: the goals of issue 25, round by round."""
+    if "mcpline" not in results or FLOOR not in results:
+        return ""
+    lines = ["## Targets (mcpline, one worker, vs the floor)", ""]
+    for key, label, ok in FLOOR_GOALS:
+        rounds = paired(results, key, "mcpline", FLOOR)
+        if not rounds:
+            continue
+        each = ", ".join(f"{x:.2f}×" for x in rounds)
+        r = median(rounds)
+        lines.append(
+            f"- [{'met' if ok(r) else 'MISSED'}] {label}: {r:.2f}× (median of the rounds' "
+            f"ratios; round by round {each})"
+        )
+    return "\n".join(lines)
 
 
 def targets(results: dict[str, dict[str, list[float]]]) -> str:
@@ -501,13 +539,14 @@ def render(meta: dict[str, Any], results: dict[str, dict[str, list[float]]]) -> 
         f"Run {started:%Y-%m-%d %H:%M} UTC on {meta['machine']}; {meta['stack']} for every "
         f"server; wrk {meta['wrk']}, one thread.\n"
         f"{args['rounds']} interleaved rounds of {args['seconds']:g} s per figure, medians; "
-        f"(ratio) = value ÷ {REF}'s (↑ higher is better, ↓ lower is better). "
+        f"(ratios) = value ÷ {REF}'s and ÷ the floor's (↑ higher is better, ↓ lower is better). "
         f"Load average {load_before[0]:.2f} before, {load_after[0]:.2f} after. "
         f"Spread of echo requests/s over the rounds ((max − min) ÷ median, at 1 / 16 / 128): "
         f"{spread_line(results, names) or 'one round'}. "
         f"The load generator never used more than {gen_max:.0%} of one core."
     )
-    return "\n\n".join([header, table(results, names), NOTES, targets(results)])
+    parts = [header, table(results, names), NOTES, targets(results), floor_targets(results)]
+    return "\n\n".join(p for p in parts if p)
 
 
 def stack() -> str:
@@ -523,6 +562,9 @@ def stack() -> str:
 
 NOTES = """Reading the table:
 
+- The floor is a bare ASGI app (`bench/servers/asgi_floor_server.py`) on the same uvicorn
+  with mcpline's options: it reads the body, decodes the JSON and returns the echo result,
+  with no validation and no thread (its `echo` and `aecho` are the same), and has no listen.
 - Every server runs in one process except "mcpline, 2 workers": two uvicorn workers on one
   socket, uvicorn's supervisor and multiprocessing's resource tracker; its CPU and RSS are
   the sum of all four (the two idle helpers hold about 40% of that RSS).
