@@ -168,7 +168,7 @@ def test_the_transition_function_refuses_what_the_table_forbids() -> None:
 
 def test_server_and_its_public_surface_stay_small() -> None:
     names = [n for n in dir(Server("s")) if not n.startswith("_")]
-    assert len(names) <= 25, names
+    assert len(names) < 30, names  # issue "real seams": under 30
 
 
 def test_a_server_without_the_legacy_era_builds_none_of_it() -> None:
@@ -176,9 +176,14 @@ def test_a_server_without_the_legacy_era_builds_none_of_it() -> None:
         "import sys\n"
         "from mcpline import Server\n"
         "server = Server('modern', legacy=False)\n"
-        "assert server.legacy is None\n"
+        "try:\n"
+        "    server.legacy\n"
+        "except RuntimeError as exc:\n"
+        "    assert 'legacy=False' in str(exc)\n"
+        "else:\n"
+        "    raise AssertionError('a legacy era was built')\n"
         "assert 'mcpline.server.legacy' not in sys.modules, sorted(sys.modules)\n"
-        "assert Server('both').legacy is not None\n"
+        "assert Server('both').legacy.request_timeout > 0\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

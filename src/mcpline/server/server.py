@@ -154,17 +154,23 @@ class Server:
         else random per process (states then die with the process)."""
         self._sealer = sealer
         self._dispatch = Dispatcher(self, self.options, self._services, sealer, legacy=legacy)
-        self.legacy: LegacyEra | None = None
-        """The legacy (``initialize``) era, served unless ``legacy=False`` (then None, and
-        nothing of it is built): set its ``server_info``, ``on_set_level`` and
-        ``on_subscribe`` here."""
+        self._legacy: LegacyEra | None = None
         if legacy:
             from .legacy import LegacyEra
 
-            self.legacy = LegacyEra(self._dispatch)
+            self._legacy = LegacyEra(self._dispatch)
         self._engine = Engine(
-            ModernEra(self._dispatch), [] if self.legacy is None else [self.legacy]
+            ModernEra(self._dispatch), [] if self._legacy is None else [self._legacy]
         )
+
+    @property
+    def legacy(self) -> LegacyEra:
+        """The legacy (``initialize``) era: set its ``server_info``, ``on_set_level`` and
+        ``on_subscribe`` here. A server built with ``legacy=False`` has none (nothing of it is
+        built): `RuntimeError`."""
+        if self._legacy is None:
+            raise RuntimeError("this server was built with legacy=False: it has no legacy era")
+        return self._legacy
 
     # --- feature registries, built on first use ------------------------------------------
 
