@@ -153,18 +153,18 @@ def test_the_server_knows_what_each_request_requires() -> None:
     def r(x: str) -> str:
         return x
 
-    assert server.required_scopes("tools/call", {"name": "t"}) == {"w"}
-    assert server.required_scopes("resources/read", {"uri": "r://1"}) == {"r"}
-    assert server.required_scopes("resources/read", {"uri": "q://1"}) == frozenset()
-    assert server.required_scopes("tools/list", {}) == frozenset()
+    assert server.registry.required_scopes("tools/call", {"name": "t"}) == {"w"}
+    assert server.registry.required_scopes("resources/read", {"uri": "r://1"}) == {"r"}
+    assert server.registry.required_scopes("resources/read", {"uri": "q://1"}) == frozenset()
+    assert server.registry.required_scopes("tools/list", {}) == frozenset()
     for ref in (
         {"type": "ref/resource", "uri": "r://{x}"},
         {"type": "ref/resource", "uri": "r://2"},
     ):
         complete = {"ref": ref, "argument": {"name": "x", "value": ""}}
-        assert server.required_scopes("completion/complete", complete) == {"r"}
+        assert server.registry.required_scopes("completion/complete", complete) == {"r"}
     server.remove_tool("t")
-    assert server.required_scopes("tools/call", {"name": "t"}) == frozenset()
+    assert server.registry.required_scopes("tools/call", {"name": "t"}) == frozenset()
 
 
 @pytest.mark.parametrize(

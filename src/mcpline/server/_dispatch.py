@@ -40,12 +40,15 @@ from ..spec import (
 )
 from .context import Context
 from .mrtr import InputRequired, refuse, run_modern
+from .registry import LISTED_KINDS
 from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
     from ._lifespan import Services
+    from .engine import Engine
+    from .registry import Registry
     from .scopes import Kind
-    from .server import Server, ServerOptions
+    from .server import ServerOptions
     from .subscriptions import Subscriptions
     from .tasks import TaskManager
 
@@ -91,14 +94,20 @@ class Dispatcher:
 
     def __init__(
         self,
-        server: Server,
+        registry: Registry,
+        info: dict[str, Any],
         options: ServerOptions,
         services: Services,
         sealer: StateSealer,
         *,
         legacy: bool,
     ) -> None:
-        self._server = server
+        self.registry = registry
+        """What the server serves (read only)."""
+        self.info = info
+        """The server's ``Implementation`` (``serverInfo``)."""
+        self.engine: Engine
+        """The engine serving this table (set by its server once both are built)."""
         self.options = options
         self.services = services
         self.sealer = sealer
@@ -122,10 +131,6 @@ class Dispatcher:
         }
 
     # --- what the eras ask ------------------------------------------------------------
-
-    @property
-    def info(self) -> dict[str, Any]:
-        return self._server.info
 
     @property
     def instructions(self) -> str | None:
@@ -154,19 +159,33 @@ class Dispatcher:
                     )
                 raise MethodNotFound(why)
             raise MethodNotFound(f"Method not found: {name}")
-        if method.capability is not None and not self._server._offers(method.capability):
+        if method.capability is not None and not self.offers(method.capability):
             raise MethodNotFound(
                 f"Method not found: {name} (this server does not offer {method.capability})"
             )
         return method
 
     def capabilities(self) -> dict[str, Any]:
-        return self._server.capabilities()
+        """The ``ServerCapabilities`` advertised: the registry's, and the tasks extension."""
+        return self.registry.capabilities(tasks=self.tasks_offered())
 
     def offers(self, capability: str) -> bool:
         """Whether `capabilities` advertises ``capability`` (cheap for the common ones, since
         every request asks)."""
-        return self._server._offers(capability)
+        if capability in LISTED_KINDS:
+            return capability in self.registry.offered
+        if capability == "tasks":
+            return self.tasks_offered()
+        return capability in self.capabilities()
+
+    def tasks_offered(self) -> bool:
+        """Whether the tasks extension is offered: a tool with ``task=``, a ``task_store``,
+        or a task already handled (a body returned ``mcpline.Task``)."""
+        return (
+            bool(self.registry.task_tools)
+            or self.options.task_store is not None
+            or self.has_tasks()
+        )
 
     async def wait_ready(self) -> None:
         await self.services.wait_ready()
@@ -194,7 +213,7 @@ class Dispatcher:
         return "tasks" in self.__dict__
 
     def watchable(self, uri: str) -> bool:
-        return self._server._watchable(uri)
+        return self.registry.watchable(uri)
 
     # --- running a modern request ----------------------------------------------------------
 
@@ -268,7 +287,7 @@ class Dispatcher:
         return await self.subscriptions.listen(ctx, params)
 
     async def _tools_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        listed = self._server._listed_tools()
+        listed = self.registry.listed_tools()
         private = self._for_caller(ctx)
         if private:
             listed = [d for d in listed if self._allows(ctx, "tool", d["name"])]
@@ -278,10 +297,10 @@ class Dispatcher:
     def _for_caller(self, ctx: Context) -> bool:
         """Whether listings are filtered by the caller's scopes (a verified principal, and
         scope rules): such a listing is also ``cacheScope: private``."""
-        return bool(self._server.scopes) and ctx.principal is not None
+        return bool(self.registry.scopes) and ctx.principal is not None
 
     def _allows(self, ctx: Context, kind: Kind, name: str) -> bool:
-        return self._server.scopes.allows(ctx.principal, kind, name)
+        return self.registry.scopes.allows(ctx.principal, kind, name)
 
     async def _tools_call(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -290,10 +309,10 @@ class Dispatcher:
         arguments = params.get("arguments", {})
         if type(arguments) is not dict:
             raise InvalidParams("Invalid params: 'arguments' must be an object")
-        tool = self._server._tools.get(name)
+        tool = self.registry.tools.get(name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
-        mode = self._server._task_tools.get(name)
+        mode = self.registry.task_tools.get(name)
         if mode is not None:
             if _takes_tasks(ctx):
                 return await self.tasks.call_tool(tool, arguments, ctx)
@@ -325,7 +344,7 @@ class Dispatcher:
         return await self.tasks.cancel(ctx, params)
 
     async def _resources_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        found = self._server._resources.static.values()
+        found = self.registry.resources.static.values()
         private = self._for_caller(ctx)
         listed = [
             r.definition for r in found if not private or self._allows(ctx, "resource", r.uri)
@@ -334,7 +353,7 @@ class Dispatcher:
         return self.list_result("resources", page, nxt, private)
 
     async def _templates_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        found = self._server._resources.templates.values()
+        found = self.registry.resources.templates.values()
         private = self._for_caller(ctx)
         listed = [
             r.definition for r in found if not private or self._allows(ctx, "resource", r.uri)
@@ -346,14 +365,14 @@ class Dispatcher:
         from . import resources as _resources
 
         uri = _resources.check_uri_param(params)
-        res, kwargs = self._server._resources.resolve(uri)
+        res, kwargs = self.registry.resources.resolve(uri)
         contents = await _resources.read(res, uri, kwargs, ctx, self.services.submit)
         return _resources.read_result(
             res, contents, self.options.read_ttl_ms, self.options.read_cache_scope
         )
 
     async def _prompts_list(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
-        found = self._server._prompts.values()
+        found = self.registry.prompts.values()
         private = self._for_caller(ctx)
         listed = [p.definition for p in found if not private or self._allows(ctx, "prompt", p.name)]
         page, nxt = self.paginate("prompts", listed, params)
@@ -363,7 +382,7 @@ class Dispatcher:
         from . import prompts as _prompts
 
         name = _prompts.check_name_param(params)
-        prompt = self._server._prompts.get(name)
+        prompt = self.registry.prompts.get(name)
         if prompt is None:
             raise InvalidParams(f"Unknown prompt: {name!r}", {"name": name})
         return await _prompts.render(prompt, params.get("arguments"), ctx, self.services.submit)
@@ -371,23 +390,23 @@ class Dispatcher:
     async def _complete(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         from . import completion as _completion
 
-        server = self._server
+        registry = self.registry
         query = _completion.parse_query(params)
         names = _completion.known_arguments(
-            query.kind, query.target, server._prompts, server._resources.templates
+            query.kind, query.target, registry.prompts, registry.resources.templates
         )
         if query.argument not in names:
             raise InvalidParams(
                 f"Invalid params: {query.target!r} has no argument {query.argument!r}"
             )
-        completer = server._completions.find(query.kind, query.target, query.argument)
+        completer = registry.completions.find(query.kind, query.target, query.argument)
         if completer is not None:
             found = await _completion.run(completer, query, ctx, self.services.submit)
             return {"completion": found}
         if query.kind == "ref/prompt":
-            schema: dict[str, Any] | None = server._prompts[query.target].signature.schema
+            schema: dict[str, Any] | None = registry.prompts[query.target].signature.schema
         else:
-            sig = server._resources.templates[query.target].signature
+            sig = registry.resources.templates[query.target].signature
             schema = sig.schema if sig else None
         choices = _completion.choices_for(schema, query.argument) or []
         return {"completion": _completion.shape(_completion.prefix_filter(choices, query.value))}

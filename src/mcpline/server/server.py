@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..errors import JsonRpcError
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..spec import COMPLETE, PROMPTS_GET, RESOURCES_READ, TASKS_EXTENSION, TOOLS_CALL
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from ._dispatch import Dispatcher
 from ._lifespan import LifespanHook, Services
@@ -16,7 +13,8 @@ from ._options import ServerOptions
 from .engine import Engine
 from .eras import ModernEra
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
-from .scopes import ScopeRules, check_scopes
+from .registry import Registry
+from .scopes import check_scopes
 from .tools import Tool, make_tool
 
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
@@ -24,10 +22,9 @@ from .tools import Tool, make_tool
 if TYPE_CHECKING:
     from ..transports.http import HttpApp
     from .bus import Change, NotificationBus
-    from .completion import Completions
     from .legacy import LegacyEra
     from .prompts import Prompt
-    from .resources import Resource, Resources
+    from .resources import Resource
     from .task_quota import TaskQuota
     from .task_store import TaskStore
 
@@ -130,18 +127,8 @@ class Server:
         for key, value in optional_info:
             if value:
                 self.info[key] = value
-        self._tools: dict[str, Tool] = {}
-        self._tools_enabled = False
-        self._hidden_tools: set[str] = set()
-        self._task_tools: dict[str, str] = {}
-        """Tools registered with ``task=``: name → ``"optional"`` or ``"required"``."""
-        self._listed: list[dict[str, Any]] | None = None
-        """`tools/list` order, built once per change of the registry (not once per page)."""
-        self._resources_enabled = False
-        self._prompts: dict[str, Prompt] = {}
-        self._prompts_enabled = False
-        self.scopes = ScopeRules()
-        """The OAuth scopes tools, prompts and resources require (their ``scopes=``)."""
+        self.registry = Registry()
+        """What this server serves and advertises (its decorators write it)."""
         ledger = (
             (MemoryNonceLedger() if state_single_use else None)
             if isinstance(state_single_use, bool)
@@ -153,7 +140,9 @@ class Server:
         """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
         else random per process (states then die with the process)."""
         self._sealer = sealer
-        self._dispatch = Dispatcher(self, self.options, self._services, sealer, legacy=legacy)
+        self._dispatch = Dispatcher(
+            self.registry, self.info, self.options, self._services, sealer, legacy=legacy
+        )
         self._legacy: LegacyEra | None = None
         if legacy:
             from .legacy import LegacyEra
@@ -162,6 +151,7 @@ class Server:
         self._engine = Engine(
             ModernEra(self._dispatch), [] if self._legacy is None else [self._legacy]
         )
+        self._dispatch.engine = self._engine
 
     @property
     def legacy(self) -> LegacyEra:
@@ -171,24 +161,6 @@ class Server:
         if self._legacy is None:
             raise RuntimeError("this server was built with legacy=False: it has no legacy era")
         return self._legacy
-
-    # --- feature registries, built on first use ------------------------------------------
-
-    @cached_property
-    def _resources(self) -> Resources:
-        from .resources import Resources
-
-        return Resources()
-
-    @cached_property
-    def _completions(self) -> Completions:
-        from .completion import Completions
-
-        return Completions()
-
-    def _built(self, name: str) -> bool:
-        """Whether the lazily built registry ``name`` exists yet (nothing to do if not)."""
-        return name in self.__dict__
 
     # --- registration ------------------------------------------------------------------
 
@@ -287,36 +259,22 @@ class Server:
         mode = _task_mode(task)
         required = check_scopes(scopes)
         tool = make_tool(fn, strict=strict, **options)
-        if tool.name in self._tools:
-            raise ValueError(f"a tool named {tool.name!r} is already registered")
-        self._tools[tool.name] = tool
-        self.scopes.set("tool", tool.name, required)
-        if mode is not None:
-            self._task_tools[tool.name] = mode
-        self._listed = None
-        if hidden:
-            self._hidden_tools.add(tool.name)
-        self._tools_enabled = True
+        self.registry.add_tool(tool, task=mode, hidden=hidden)
+        self.registry.scopes.set("tool", tool.name, required)
         if not hidden:
             self.list_changed("tools")
         return tool
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; raises `KeyError` when there is none by that name."""
-        del self._tools[name]
-        self.scopes.set("tool", name, None)
-        self._listed = None
-        self._task_tools.pop(name, None)
-        if name in self._hidden_tools:
-            self._hidden_tools.discard(name)
-        else:
+        if self.registry.remove_tool(name):
             self.list_changed("tools")
 
     @property
     def tools(self) -> dict[str, Tool]:
         """Registered tools by name (hidden ones too); each `Tool`'s ``definition`` is what
         ``tools/list`` sends."""
-        return dict(self._tools)
+        return dict(self.registry.tools)
 
     # --- resources, prompts, completions ----------------------------------------------------
 
@@ -349,16 +307,14 @@ class Server:
 
         required = check_scopes(options.pop("scopes", None))
         res = make_resource(uri, fn, **options)
-        self._resources.add(res)
-        self.scopes.set("resource", res.uri, required)
-        self._resources_enabled = True
+        self.registry.add_resource(res)
+        self.registry.scopes.set("resource", res.uri, required)
         self.list_changed("resources")
         return res
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template by URI/template; `KeyError` if there is none."""
-        self._resources.remove(uri)
-        self.scopes.set("resource", uri, None)
+        self.registry.remove_resource(uri)
         self.list_changed("resources")
 
     def resource_template(self, uri_template: str, **options: Any) -> Callable[[F], F]:
@@ -370,7 +326,10 @@ class Server:
     @property
     def resources(self) -> dict[str, Resource]:
         """Registered static resources and templates, by URI / template text."""
-        return {**self._resources.static, **self._resources.templates}
+        if not self.registry.has_resources():
+            return {}
+        found = self.registry.resources
+        return {**found.static, **found.templates}
 
     @overload
     def prompt(self, name: F, /) -> F: ...
@@ -401,25 +360,21 @@ class Server:
 
         required = check_scopes(options.pop("scopes", None))
         prompt = make_prompt(fn, **options)
-        if prompt.name in self._prompts:
-            raise ValueError(f"a prompt named {prompt.name!r} is already registered")
-        self._prompts[prompt.name] = prompt
-        self.scopes.set("prompt", prompt.name, required)
-        self._prompts_enabled = True
+        self.registry.add_prompt(prompt)
+        self.registry.scopes.set("prompt", prompt.name, required)
         self.list_changed("prompts")
         return prompt
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; `KeyError` when there is none by that name."""
-        del self._prompts[name]
-        self.scopes.set("prompt", name, None)
+        self.registry.remove_prompt(name)
         self.list_changed("prompts")
 
     @property
     def prompts(self) -> dict[str, Prompt]:
         """Registered prompts by name; each `Prompt`'s ``definition`` is what ``prompts/list``
         sends."""
-        return dict(self._prompts)
+        return dict(self.registry.prompts)
 
     def completion(
         self,
@@ -435,7 +390,7 @@ class Server:
         """
 
         def register(fn: F) -> F:
-            self._completions.add(fn, prompt=prompt, resource=resource, argument=argument)
+            self.registry.completions.add(fn, prompt=prompt, resource=resource, argument=argument)
             return fn
 
         return register
@@ -482,110 +437,14 @@ class Server:
         """A change another process published: tell this process's peers."""
         if change.kind == "resource_updated":
             self._engine.resource_updated(change.value)
-        elif self._offers(change.value):
+        elif self._dispatch.offers(change.value):
             self._engine.list_changed(change.value)
 
     # --- what we advertise ---------------------------------------------------------------
 
     def capabilities(self) -> dict[str, Any]:
         """The ``ServerCapabilities`` this server advertises, from what is registered."""
-        caps: dict[str, Any] = {}
-        if self._tools_enabled:
-            caps["tools"] = {"listChanged": True}
-        if self._prompts_enabled:
-            caps["prompts"] = {"listChanged": True}
-        if self._resources_enabled:
-            caps["resources"] = {"subscribe": True, "listChanged": True}
-        if (self._built("_completions") and self._completions) or self._auto_completions():
-            caps["completions"] = {}
-        caps["logging"] = {}
-        if self._tasks_enabled():
-            caps["extensions"] = {TASKS_EXTENSION: {}}
-        return caps
-
-    def _tasks_enabled(self) -> bool:
-        """Whether the tasks extension is offered: a tool with ``task=``, a ``task_store``,
-        or a task already handled (a body returned ``mcpline.Task``)."""
-        return (
-            bool(self._task_tools)
-            or self.options.task_store is not None
-            or self._dispatch.has_tasks()
-        )
-
-    def _offers(self, capability: str) -> bool:
-        if capability == "tools":
-            return self._tools_enabled
-        if capability == "prompts":
-            return self._prompts_enabled
-        if capability == "resources":
-            return self._resources_enabled
-        if capability == "tasks":
-            return self._tasks_enabled()
-        return capability in self.capabilities()
-
-    def _auto_completions(self) -> bool:
-        """Whether some prompt argument or template variable completes itself (an enum)."""
-        if not self._prompts and not self._built("_resources"):
-            return False
-        from . import completion as _completion
-
-        for prompt in self._prompts.values():
-            schema = prompt.signature.schema
-            if any(_completion.choices_for(schema, a) for a in prompt.arguments):
-                return True
-        for res in self._resources.templates.values():
-            tschema = res.signature.schema if res.signature else None
-            names = res.template.variables if res.template else ()
-            if any(_completion.choices_for(tschema, v) for v in names):
-                return True
-        return False
-
-    def _listed_tools(self) -> list[dict[str, Any]]:
-        listed = self._listed
-        if listed is None:
-            hidden = self._hidden_tools
-            listed = [t.definition for t in self._tools.values() if t.name not in hidden]
-            self._listed = listed
-        return listed
-
-    def required_scopes(self, method: str, params: Any) -> frozenset[str]:
-        """The scopes a ``tools/call``, ``prompts/get``, ``resources/read`` or a
-        ``completion/complete`` of a prompt's or resource template's argument with these params
-        requires (none for other methods or for what is not registered)."""
-        if not self.scopes or not isinstance(params, dict):
-            return frozenset()
-        if method == COMPLETE:
-            ref = params.get("ref")
-            if not isinstance(ref, dict):
-                return frozenset()
-            if ref.get("type") == "ref/prompt":
-                method, params = PROMPTS_GET, ref
-            elif ref.get("type") == "ref/resource":
-                method, params = RESOURCES_READ, ref
-        key = params.get("uri" if method == RESOURCES_READ else "name")
-        if not isinstance(key, str):
-            return frozenset()
-        if method == TOOLS_CALL:
-            return self.scopes.required("tool", key)
-        if method == PROMPTS_GET:
-            return self.scopes.required("prompt", key)
-        if method == RESOURCES_READ:
-            return self.scopes.required("resource", key) or self._resource_scopes(key)
-        return frozenset()
-
-    def _resource_scopes(self, uri: str) -> frozenset[str]:
-        """The scopes of the resource or template serving ``uri`` (none if there is none)."""
-        if not self._built("_resources"):
-            return frozenset()
-        try:
-            res, _ = self._resources.resolve(uri)
-        except JsonRpcError:
-            return frozenset()
-        return self.scopes.required("resource", res.uri)
-
-    def _watchable(self, uri: str) -> bool:
-        """Whether a listen may subscribe to ``uri`` (a resource we serve, or a parent)."""
-        return self._built("_resources") and self._resources.watchable(uri)
+        return self._dispatch.capabilities()
 
     # --- running -----------------------------------------------------------------------------
 

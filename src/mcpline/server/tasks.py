@@ -379,7 +379,7 @@ class TaskManager(TaskRuns):
         if after is not None and after.updated == now:
             self._notify(after)
             if claimed[0]:
-                tool = self._d._server._tools.get(after.tool)
+                tool = self._d.registry.tools.get(after.tool)
                 self._start(after, ctx.principal, tool, None)
         return {}
 
@@ -466,7 +466,7 @@ class TaskManager(TaskRuns):
             if subs.task_changed(peer, rec.id, params):
                 watched[0] = True
 
-        d._server._engine.on_loops(deliver)
+        d.engine.on_loops(deliver)
         if watched[0]:
             self._sent[rec.id] = mark
 
@@ -475,7 +475,7 @@ class TaskManager(TaskRuns):
         if not d.has_subscriptions():
             return set()
         ids: set[str] = set()
-        for peer in list(d._server._engine.peers):
+        for peer in list(d.engine.peers):
             for sub in list(d.subscriptions.listens(peer).values()):
                 ids.update(sub.task_ids)
         return ids

@@ -126,7 +126,7 @@ class HttpApp:
         self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
         self.verify_token = verify_token
-        if verify_token is None and server.scopes:
+        if verify_token is None and server.registry.scopes:
             log.warning(
                 "scopes are declared but this app verifies no tokens (verify_token): "
                 "every caller may call everything"
@@ -182,7 +182,7 @@ class HttpApp:
 
     def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
         """The ``x-mcp-header`` parameters of a tool (none for an unknown one)."""
-        found = self.server._tools.get(tool)
+        found = self.server.registry.tools.get(tool)
         return () if found is None else found.header_params
 
     # --- start and stop --------------------------------------------------------------------
@@ -391,7 +391,7 @@ class HttpApp:
             await respond.error(send, 503, INTERNAL_ERROR, why, _id(message), extra)
             return
         if principal is not None and isinstance(message, Request):
-            needed = self.server.required_scopes(message.method, message.params)
+            needed = self.server.registry.required_scopes(message.method, message.params)
             if needed and not auth_gate.holds(principal, needed):
                 await auth_gate.insufficient_scope(
                     send, needed, message.id, self.resource_metadata, extra
