@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..conformance import provision
-from ..provisioning import locked
+from ..provisioning import fingerprint, locked
 
 PACKAGE = "@modelcontextprotocol/server-everything"
 VERSION = "2026.8.31"
@@ -42,9 +42,7 @@ def command(mode: str = "stdio") -> list[str]:
                     raise provision.ProvisionError(
                         f"{PACKAGE}@{VERSION} installed, {entry} missing"
                     )
-                provision.write_marker(
-                    PREFIX, PACKAGE, VERSION, artefact=provision.fingerprint(entry)
-                )
+                provision.write_marker(PREFIX, PACKAGE, VERSION, artefact=fingerprint(entry))
     return [str(node), str(entry), mode]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ..conformance import provision
-from ..provisioning import locked
+from ..provisioning import fingerprint, locked
 from .util import EXAMPLES, HERE, REPO
 
 INSPECTOR_VERSION = "2.12.0"
@@ -46,15 +46,13 @@ def _install_inspector() -> Path:
     unmarked = not (PREFIX / provision.MARKER).exists()
     if unmarked and _version() == INSPECTOR_VERSION and BIN.is_file():
         # installed before markers were written: vouch for it from now on
-        provision.write_marker(
-            PREFIX, package, INSPECTOR_VERSION, artefact=provision.fingerprint(BIN)
-        )
+        provision.write_marker(PREFIX, package, INSPECTOR_VERSION, artefact=fingerprint(BIN))
         return BIN
     assert shutil.which("node"), "node and npm are needed for the Inspector interop test"
     provision.npm_install(PREFIX, f"{package}@{INSPECTOR_VERSION}")
     assert BIN.is_file(), f"{BIN} missing after install"
     assert _version() == INSPECTOR_VERSION, f"{PACKAGE_JSON} is not {INSPECTOR_VERSION}"
-    provision.write_marker(PREFIX, package, INSPECTOR_VERSION, artefact=provision.fingerprint(BIN))
+    provision.write_marker(PREFIX, package, INSPECTOR_VERSION, artefact=fingerprint(BIN))
     return BIN
 
 
