@@ -170,7 +170,7 @@ def test_npm_install_against_a_registry_that_fails_twice(
     monkeypatch.setenv("NPM_CONFIG_CACHE", str(tmp_path / "npm-cache"))
     monkeypatch.setattr(provisioning, "BACKOFF", (0.0, 0.0))
     prefix = tmp_path / "prefix"
-    provision._npm_install(prefix, "tiny-pkg@1.0.0")
+    provision.npm_install(prefix, "tiny-pkg@1.0.0")
     installed = json.loads((prefix / "node_modules" / "tiny-pkg" / "package.json").read_text())
     assert installed["version"] == "1.0.0"
     assert [status for status, _ in flaky.seen][:3] == [503, 503, 200]
@@ -193,11 +193,11 @@ def test_a_changed_or_truncated_cache_is_not_trusted(tmp_path: Path) -> None:
 def test_a_marker_whose_file_changed_means_install_again(tmp_path: Path) -> None:
     entry = tmp_path / "index.js"
     entry.write_text("console.log('the suite')\n")
-    provision._write_marker(tmp_path, "pkg", "1.0.0", artefact=fingerprint(entry))
-    assert provision._is_current(tmp_path, "pkg", "1.0.0", entry)
-    assert not provision._is_current(tmp_path, "pkg", "2.0.0", entry)
+    provision.write_marker(tmp_path, "pkg", "1.0.0", artefact=fingerprint(entry))
+    assert provision.is_current(tmp_path, "pkg", "1.0.0", entry)
+    assert not provision.is_current(tmp_path, "pkg", "2.0.0", entry)
     entry.write_text("console.log('half of')")
-    assert not provision._is_current(tmp_path, "pkg", "1.0.0", entry)
+    assert not provision.is_current(tmp_path, "pkg", "1.0.0", entry)
     (tmp_path / provision.MARKER).unlink()  # an install that never finished
     entry.write_text("console.log('the suite')\n")
-    assert not provision._is_current(tmp_path, "pkg", "1.0.0", entry)
+    assert not provision.is_current(tmp_path, "pkg", "1.0.0", entry)

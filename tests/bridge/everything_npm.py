@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..conformance import provision
-from ..provisioning import locked
+from ..provisioning import fingerprint, locked
 
 PACKAGE = "@modelcontextprotocol/server-everything"
 VERSION = "2026.8.31"
@@ -34,17 +34,15 @@ def command(mode: str = "stdio") -> list[str]:
     installed on first use."""
     node = provision.node22()
     entry = _entry()
-    if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
+    if not provision.is_current(PREFIX, PACKAGE, VERSION, entry):
         with locked(provision.LOCK_FILE):
-            if not provision._is_current(PREFIX, PACKAGE, VERSION, entry):
-                provision._npm_install(PREFIX, f"{PACKAGE}@{VERSION}", path_first=node.parent)
+            if not provision.is_current(PREFIX, PACKAGE, VERSION, entry):
+                provision.npm_install(PREFIX, f"{PACKAGE}@{VERSION}", path_first=node.parent)
                 if not entry.is_file():
                     raise provision.ProvisionError(
                         f"{PACKAGE}@{VERSION} installed, {entry} missing"
                     )
-                provision._write_marker(
-                    PREFIX, PACKAGE, VERSION, artefact=provision.fingerprint(entry)
-                )
+                provision.write_marker(PREFIX, PACKAGE, VERSION, artefact=fingerprint(entry))
     return [str(node), str(entry), mode]
 
 

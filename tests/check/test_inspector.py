@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from ..conformance import provision
+from ..provisioning import fingerprint, locked
 from .util import EXAMPLES, HERE, REPO
 
 INSPECTOR_VERSION = "2.12.0"
@@ -32,45 +34,34 @@ def ensure_inspector() -> Path:
 
     Tests run in parallel (pytest-xdist): an exclusive lock on a file beside the install
     makes a second worker wait for the first one's install and then find it done."""
-    import fcntl  # POSIX; imported here so that collecting this module needs nothing more
-
-    PREFIX.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK_FILE, "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            return _install_inspector()
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with locked(LOCK_FILE):
+        return _install_inspector()
 
 
 def _install_inspector() -> Path:
-    installed = (
-        PACKAGE_JSON.is_file()
-        and json.loads(PACKAGE_JSON.read_text()).get("version") == INSPECTOR_VERSION
-    )
-    if not installed:
-        npm = shutil.which("npm")
-        assert npm and shutil.which("node"), (
-            "node and npm are needed for the Inspector interop test"
-        )
-        PREFIX.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(PREFIX),
-                "--no-audit",
-                "--no-fund",
-                f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert proc.returncode == 0, f"npm install failed:\n{proc.stdout}\n{proc.stderr}"
-    assert BIN.exists(), f"{BIN} missing after install"
+    """The pinned Inspector, installed (npm retried on network errors) and fingerprinted."""
+    package = "@modelcontextprotocol/inspector"
+    if provision.is_current(PREFIX, package, INSPECTOR_VERSION, BIN):
+        return BIN
+    unmarked = not (PREFIX / provision.MARKER).exists()
+    if unmarked and _version() == INSPECTOR_VERSION and BIN.is_file():
+        # installed before markers were written: vouch for it from now on
+        provision.write_marker(PREFIX, package, INSPECTOR_VERSION, artefact=fingerprint(BIN))
+        return BIN
+    assert shutil.which("node"), "node and npm are needed for the Inspector interop test"
+    provision.npm_install(PREFIX, f"{package}@{INSPECTOR_VERSION}")
+    assert BIN.is_file(), f"{BIN} missing after install"
+    assert _version() == INSPECTOR_VERSION, f"{PACKAGE_JSON} is not {INSPECTOR_VERSION}"
+    provision.write_marker(PREFIX, package, INSPECTOR_VERSION, artefact=fingerprint(BIN))
     return BIN
+
+
+def _version() -> str | None:
+    try:
+        version = json.loads(PACKAGE_JSON.read_text()).get("version")
+    except (OSError, ValueError):
+        return None
+    return version if isinstance(version, str) else None
 
 
 def inspect(config: Path, home: Path, *args: str) -> dict[str, Any]:

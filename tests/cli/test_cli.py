@@ -75,9 +75,10 @@ def test_failures_exit_2_with_one_line(args: list[str], fragment: str) -> None:
 
 def test_timeout_exits_2(tmp_path: Path) -> None:
     fake = Fake(tmp_path)
-    proc = cli(
-        "call", "slow", "--timeout", "0.5", "--", PY, *fake.argv, env={**os.environ, **fake.env}
-    )
+    # The deadline runs from the command's start: long enough to send the call on a busy
+    # machine, so that there is a call to cancel.
+    env = {**os.environ, **fake.env}
+    proc = cli("call", "slow", "--timeout", "4", "--", PY, *fake.argv, env=env)
     assert proc.returncode == 2 and "timed out" in one_line_error(proc)
     cancels = [m for m in fake.received() if m.get("method") == "notifications/cancelled"]
     assert len(cancels) == 1

@@ -380,9 +380,11 @@ def test_help_documents_the_input_format() -> None:
 
 @pty_only
 def test_time_spent_answering_is_not_counted_against_the_timeout() -> None:
-    with PtySession(["call", "two_forms", "--timeout", "2", *INPUT_SERVER]) as term:
+    # The deadline runs from the command's start: 6 s leave a busy machine the time to start
+    # both processes and ask; then longer than that at a prompt.
+    with PtySession(["call", "two_forms", "--timeout", "6", *INPUT_SERVER]) as term:
         term.expect("[c]ancel: ")
-        time.sleep(2.5)  # longer than --timeout, at a prompt
+        time.sleep(6.5)
         term.send("")
         term.expect("a (string, required): ")
         term.send("slow")

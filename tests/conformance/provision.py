@@ -86,7 +86,7 @@ def _read_marker(prefix: Path) -> dict[str, str] | None:
     return data if isinstance(data, dict) else None
 
 
-def _is_current(prefix: Path, package: str, version: str, artefact: Path) -> bool:
+def is_current(prefix: Path, package: str, version: str, artefact: Path) -> bool:
     """The marker names ``package@version`` and ``artefact`` exists, with the size and
     SHA-256 the marker recorded when it recorded them."""
     marker = _read_marker(prefix)
@@ -108,8 +108,9 @@ def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> str:
     return run(cmd, what, timeout=INSTALL_TIMEOUT, cwd=CACHE, env=env)
 
 
-def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> None:
-    """``npm install --prefix PREFIX SPEC`` into an emptied PREFIX; `path_first` leads PATH."""
+def npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> None:
+    """``npm install --prefix PREFIX SPEC`` into an emptied PREFIX (again, on a network
+    error: `tests.provisioning.retrying`); `path_first` leads PATH."""
     npm = shutil.which("npm")
     if npm is None:
         raise ProvisionError(f"npm is not on PATH; it is needed to install {spec}")
@@ -136,7 +137,9 @@ def _npm_install(prefix: Path, spec: str, path_first: Path | None = None) -> Non
     retrying(attempt, f"installing {spec} into {prefix}", RETRY)
 
 
-def _write_marker(prefix: Path, package: str, version: str, **extra: object) -> None:
+def write_marker(prefix: Path, package: str, version: str, **extra: object) -> None:
+    """Record in ``prefix`` that ``package@version`` is installed (with ``extra`` facts, such
+    as the ``artefact`` fingerprint), all at once."""
     tmp = prefix / (MARKER + ".tmp")
     tmp.write_text(json.dumps({"package": package, "version": version, **extra}, indent=2))
     os.replace(tmp, prefix / MARKER)
@@ -153,18 +156,18 @@ def _node_version(node: Path) -> None:
 def _ensure_node(force: bool = False) -> Path:
     package = _node_package()
     node = _node_path()
-    if not force and _is_current(NODE_PREFIX, package, NODE_VERSION, node):
+    if not force and is_current(NODE_PREFIX, package, NODE_VERSION, node):
         if not _fingerprinted(NODE_PREFIX):  # a marker from before fingerprints: check, record
             _node_version(node)
-            _write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
+            write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
         return node
-    _npm_install(NODE_PREFIX, f"{package}@{NODE_VERSION}")
+    npm_install(NODE_PREFIX, f"{package}@{NODE_VERSION}")
     if not node.is_file():
         raise ProvisionError(
             f"{package}@{NODE_VERSION} installed but {node} is missing\n\nTo retry: {RETRY}"
         )
     _node_version(node)
-    _write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
+    write_marker(NODE_PREFIX, package, NODE_VERSION, artefact=fingerprint(node))
     return node
 
 
@@ -197,7 +200,7 @@ def _ensure_conformance(node: Path, force: bool = False) -> Path:
     entry = Path(marker["entry"]) if marker and "entry" in marker else _package_dir() / "missing"
     if (
         not force
-        and _is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
+        and is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
         and marker is not None
         and marker.get("node") == NODE_VERSION
     ):
@@ -205,7 +208,7 @@ def _ensure_conformance(node: Path, force: bool = False) -> Path:
             _conformance_version(node, entry)
             _write_conformance_marker(entry)
         return entry
-    _npm_install(
+    npm_install(
         CONFORMANCE_PREFIX, f"{CONFORMANCE_PACKAGE}@{CONFORMANCE_VERSION}", path_first=node.parent
     )
     entry = _entry_from_package_json()
@@ -219,7 +222,7 @@ def _ensure_conformance(node: Path, force: bool = False) -> Path:
 
 
 def _write_conformance_marker(entry: Path) -> None:
-    _write_marker(
+    write_marker(
         CONFORMANCE_PREFIX,
         CONFORMANCE_PACKAGE,
         CONFORMANCE_VERSION,
@@ -242,8 +245,8 @@ def _fast_path() -> tuple[Path, Path] | None:
     if (
         _fingerprinted(NODE_PREFIX)
         and _fingerprinted(CONFORMANCE_PREFIX)
-        and _is_current(NODE_PREFIX, _node_package(), NODE_VERSION, node)
-        and _is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
+        and is_current(NODE_PREFIX, _node_package(), NODE_VERSION, node)
+        and is_current(CONFORMANCE_PREFIX, CONFORMANCE_PACKAGE, CONFORMANCE_VERSION, entry)
     ):
         return node, entry
     return None

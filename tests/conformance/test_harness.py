@@ -36,7 +36,7 @@ def test_provisioning_pins_node_22_and_the_suite_and_reruns_instantly(
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError(f"a provisioned cache must not reinstall nor run anything: {args}")
 
-    monkeypatch.setattr(provision, "_npm_install", forbidden)
+    monkeypatch.setattr(provision, "npm_install", forbidden)
     monkeypatch.setattr(provision, "_run", forbidden)
     assert provision.conformance_command() == [
         str(node),
