@@ -301,6 +301,46 @@ def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path
     assert elapsed < 5.0  # no restarts (they alone would take 0.2 + 0.4 + 0.8 s and 4 starts)
 
 
+SCHEMA_FAILS = """\
+from mcpline import Server
+
+server = Server("bad")
+
+
+class Thing:
+    pass
+
+
+@server.tool()
+def use(t: Thing) -> str:
+    \"\"\"Use a thing.\"\"\"
+    return "used"
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_startup_failure_names_the_exception_first_then_the_traceback_tail(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(SCHEMA_FAILS)
+    proc = cli("tools", "--", PY, str(bad))
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_line_error(proc)
+    head, _, rest = line.partition("; stderr: ")
+    assert head.endswith(
+        "exited with code 1 before answering its first request (it never read its input)"
+    )
+    exception, _, tail = rest.partition("; traceback tail: ")
+    assert exception.startswith("SchemaError: use: parameter 't': cannot derive a JSON Schema")
+    assert exception.endswith("or pydantic models with pydantic installed"), exception
+    assert f'File "{bad}", line 10, in <module>' in tail
+    assert "SchemaError: use" not in tail  # said once, first
+
+
 TIMEOUT_SERVER = str(FIXTURES / "timeout_server.py")
 
 
