@@ -64,7 +64,7 @@ def test_protocol_error_exits_2_with_one_line() -> None:
         (["tools"], "give the server"),
         (["tools", "--server", "bogus:addr"], "bad address"),
         (["tools", "--", "/nonexistent/server"], "cannot start"),
-        (["tools", "--server", "unix:/nonexistent/dir/s.sock"], "cannot connect"),
+        (["tools", "--server", "unix:/nonexistent/dir/s.sock"], "nothing is listening"),
     ],
 )
 def test_failures_exit_2_with_one_line(args: list[str], fragment: str) -> None:
@@ -151,7 +151,10 @@ def test_config_file_selects_the_server(tmp_path: Path) -> None:
     missing = cli("tools", "--config", str(config), "--name", "nope")
     assert missing.returncode == 2 and "no server named 'nope'" in one_line_error(missing)
     web = cli("tools", "--config", str(config), "--name", "web", "--timeout", "10")
-    assert web.returncode == 2 and "cannot connect to http://127.0.0.1:9/mcp" in one_line_error(web)
+    assert (
+        web.returncode == 2
+        and "nothing is listening on http://127.0.0.1:9/mcp" in one_line_error(web)
+    )
     both = cli("tools", "--config", str(config), "--name", "calc", "--", PY, str(QUICKSTART))
     assert both.returncode == 2
 

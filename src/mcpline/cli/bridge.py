@@ -44,7 +44,9 @@ def register(sub: Any) -> None:
         "--stdio", action="store_true", help="serve the HTTP server (--server) on stdin/stdout"
     )
     src = p.add_argument_group("the bridged server (one of)")
-    src.add_argument("--server", metavar="URL", help="--stdio: the http(s)://HOST/mcp endpoint")
+    src.add_argument(
+        "--server", metavar="URL", help="--stdio: the http(s)://HOST:PORT/mcp endpoint"
+    )
     src.add_argument(
         "--header",
         action="append",
@@ -242,7 +244,7 @@ def _stdio(args: argparse.Namespace, url: str, headers: dict[str, str], options:
     if any(getattr(args, n) for n in web):
         raise _Usage("--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes: --http")
     if not url.startswith(("http://", "https://")):
-        raise _Usage(f"--server must be an http(s):// URL, not {url[:60]!r}")
+        raise _Usage(f"--server must be an http(s)://HOST:PORT/mcp URL, not {url[:60]!r}")
     # A server that answers 401 gets the browser flow (the URL is also printed on stderr);
     # tokens are kept in the user's config directory (0600) and refreshed.
     auth = OAuth(client_name="mcpline-bridge", store=FileTokenStore())

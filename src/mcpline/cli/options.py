@@ -49,7 +49,7 @@ def common(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--server",
         metavar="ADDRESS",
-        help="connect to unix:PATH, tcp:HOST:PORT or an http(s)://HOST/mcp endpoint",
+        help="connect to unix:PATH, tcp:HOST:PORT or an http(s)://HOST:PORT/mcp endpoint",
     )
     g.add_argument(
         "--header",
