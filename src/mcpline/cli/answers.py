@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .form import schema_problem, summary
+from .form import answer_shape, schema_problem, summary
 from .options import UsageError
 from .suggest import did_you_mean
 
@@ -36,10 +36,11 @@ answers to the server's questions:
     {"elicitation": [ANSWER, ...], "sampling": [REPLY, ...], "roots": [PATH, ...]}
   Each list is used in the order the server asks. An ANSWER is {"action": "accept",
   "content": {...}}, the content alone ({"name": "Ada"}), or "accept", "decline" or
-  "cancel" ("accept" finishes a URL elicitation). A REPLY is the reply's text, a whole
-  CreateMessageResult, or {"action": "decline"} to refuse. A root is a path or a file://
-  URI (--root wins over these). Without a terminal or --input, a question ends the
-  command (exit 2)."""
+  "cancel" ("accept" finishes a URL elicitation). A question for one value
+  (ctx.elicit(message, int)) has one field, value: answer {"value": 42}. A REPLY is
+  the reply's text, a whole CreateMessageResult, or {"action": "decline"} to refuse. A
+  root is a path or a file:// URI (--root wins over these). Without a terminal or
+  --input, a question ends the command (exit 2)."""
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
@@ -133,13 +134,17 @@ class Script:
         elif isinstance(value, dict):
             answer = {"action": "accept", "content": value}
         else:
-            raise UsageError(f"{where}: an answer is an object or accept/decline/cancel")
+            raise UsageError(
+                f"{where}: an answer is an object or accept/decline/cancel{answer_shape(params)}"
+            )
         if params.get("mode") == "url":
             answer.pop("content", None)
         elif answer["action"] == "accept":
             problem = schema_problem(params.get("requestedSchema"), answer.get("content", {}))
             if problem:
-                raise UsageError(f"{where} does not fit {summary(params)}: {problem}")
+                raise UsageError(
+                    f"{where} does not fit {summary(params)}: {problem}{answer_shape(params)}"
+                )
         return answer
 
     def sample(self, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -199,7 +204,7 @@ class Answers:
         if self.script is not None:
             return self._scripted(self.script.elicit, params)  # type: ignore[no-any-return]
         if self.terminal is None:
-            self._cannot(summary(params))
+            self._cannot(summary(params) + answer_shape(params))
         from . import ask
 
         with self._asking() as term:

@@ -112,7 +112,8 @@ def register(sub: Any) -> None:
         "--args",
         default="{}",
         metavar="JSON",
-        help="the prompt arguments, a JSON object of strings",
+        help="the prompt arguments, a JSON object; prompt arguments are strings, so a value "
+        "that is not one is sent as its JSON text (3, true)",
     )
     input_options(p)
     common(p)

@@ -74,8 +74,18 @@ def _new_client(args: argparse.Namespace, run: Run, answers: Answers | None) -> 
     the whole command), shutdown graces 1 s."""
     from ..client import SocketServer, StdioServer
 
-    chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
-    if chosen != 1:
+    chosen = [
+        flag
+        for flag, given in (
+            ("-- SERVER_CMD", args.server_cmd),
+            ("--server", args.server),
+            ("--config", args.config),
+        )
+        if given
+    ]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} exclude each other: give one server")
+    if not chosen:
         raise UsageError(
             "give the server as -- SERVER_CMD [ARGS...], --server ADDRESS "
             "or --config FILE --name NAME"

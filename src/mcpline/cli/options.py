@@ -7,6 +7,7 @@ never our options), ``--server ADDRESS`` or ``--config FILE --name NAME``.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -40,7 +41,36 @@ class DashDashParser(argparse.ArgumentParser):
             words = [e for e in extras if "=" in e and not e.startswith("-")]
             ns.pairs += words
             extras = [e for e in extras if e not in words]
+        if not (tail or getattr(ns, "server", None) or getattr(ns, "config", None)):
+            self._suggest_dash_dash(items, ns, extras)
         return ns, extras
+
+    def _suggest_dash_dash(self, items: list[str], ns: Any, extras: list[str]) -> None:
+        """Words left over while no server is given are a server command without ``--``:
+        exit 2 with the command line that has it."""
+        strays = [e for e in extras if not e.startswith("-")]
+        strays += [w for w in getattr(ns, "pairs", None) or [] if "=" not in w]
+        if not strays:
+            return
+        positional = [
+            value
+            for action in self._actions
+            if not action.option_strings and action.dest != "pairs"
+            for value in [getattr(ns, action.dest, None)]
+            if isinstance(value, str)
+        ]
+        at = len(items)
+        for i, word in enumerate(items):
+            if word in positional:
+                positional.remove(word)
+            elif word in strays:
+                at = i
+                break
+        fixed = shlex.join([*items[:at], "--", *items[at:]])
+        self.exit(
+            EXIT_FAILURE,
+            f"{self.prog}: a server command goes after --: {self.prog} {fixed}\n",
+        )
 
 
 def common(p: argparse.ArgumentParser) -> None:

@@ -452,9 +452,15 @@ class ProcessChannel:
         if self.never_read_input() and self.exited.done():
             tail = self.stderr.startup_summary()
             what = self._describe_exit(with_stderr=False)
+            ran_out = (
+                "; does the file call server.run()? (or serve it with: mcpline run FILE)"
+                if self.returncode == 0
+                else ""
+            )
             return ConnectionLost(
                 f"{what} before answering its first request (it never read its input)"
-                + (f"; stderr: {tail}" if tail else "; nothing on stderr"),
+                + (f"; stderr: {tail}" if tail else "; nothing on stderr")
+                + ran_out,
                 retriable=False,
             )
         return ConnectionLost(self._describe_exit())
