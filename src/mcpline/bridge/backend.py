@@ -27,6 +27,7 @@ from ..client.era import MODERN
 from ..client.transports import Transport
 from ..errors import ClientError, InternalError
 from ..jsonrpc import Notification, Response
+from ..protocol import MAX_INPUT_ROUNDS
 from ..protocol.headers import HeaderParam
 from ..server.context import Context
 from ..server.engine import Engine
@@ -119,7 +120,9 @@ class BackendOptions:
     that wants its log messages (needed when upstreams are shared by several clients);
     ``handshake_timeout``: for each upstream's handshake; ``wait_timeout``: how long a
     request waits while no upstream is alive; ``input_timeout``: how long a client may take
-    to answer the server's request for input (parked calls, legacy sessions)."""
+    to answer the server's request for input (parked calls, legacy sessions);
+    ``max_rounds``: how often one request of a legacy client of a 2026-07-28 server may ask
+    it for input (``legacy="translate"``), as mcpline's client bounds its own rounds."""
 
     pool: int = 2
     legacy: str = "sessions"
@@ -127,6 +130,7 @@ class BackendOptions:
     handshake_timeout: float = 30.0
     wait_timeout: float = 10.0
     input_timeout: float = 300.0
+    max_rounds: int = MAX_INPUT_ROUNDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     state_key: bytes | str | None = None
     modern_pool: int | None = None
@@ -137,6 +141,8 @@ class BackendOptions:
             raise ValueError("the pool needs at least one upstream")
         if self.legacy not in LEGACY_MODES:
             raise ValueError(f"legacy must be one of {', '.join(LEGACY_MODES)}")
+        if self.max_rounds < 0:
+            raise ValueError("max_rounds must be at least 0")
 
 
 class Backend:
@@ -228,7 +234,10 @@ class Backend:
                 self.watch = RemoteWatch(self.pool)
                 self.watch.engine = self.engine
                 self.legacy.target = LegacyOverModern(
-                    UpstreamHost(self.pool), self.watch, request_timeout=o.input_timeout
+                    UpstreamHost(self.pool),
+                    self.watch,
+                    request_timeout=o.input_timeout,
+                    max_rounds=o.max_rounds,
                 )
         else:
             self.translate = TranslateEra(

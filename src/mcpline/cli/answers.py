@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ..protocol import MAX_INPUT_ROUNDS
 from .form import answer_shape, schema_problem, summary
 from .options import UsageError
 from .suggest import did_you_mean
@@ -60,6 +61,24 @@ def input_options(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="a root to offer the server (repeatable; default: the current directory)",
     )
+    g.add_argument(
+        "--max-rounds",
+        type=_rounds,
+        default=MAX_INPUT_ROUNDS,
+        metavar="N",
+        help="rounds of questions one request may go through; the server asking once more "
+        f"ends the command (exit 2; default {MAX_INPUT_ROUNDS})",
+    )
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
 
 
 def as_root(item: Any, where: str) -> dict[str, Any]:
@@ -170,6 +189,7 @@ class Answers:
     def __init__(self, args: argparse.Namespace, run: Run) -> None:
         self.run = run
         self.command = args.command
+        self.max_rounds: int = args.max_rounds
         self.script = Script.load(args.input) if args.input else None
         roots = self.script.roots if self.script is not None else None
         if args.root or roots is None:
@@ -195,6 +215,7 @@ class Answers:
             "on_sample": self.sample,
             "on_roots": self.list_roots,
             "elicitation_modes": ("form", "url"),
+            "max_rounds": self.max_rounds,
         }
 
     def list_roots(self, params: dict[str, Any]) -> dict[str, Any]:

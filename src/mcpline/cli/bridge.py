@@ -19,6 +19,8 @@ import os
 import sys
 from typing import Any
 
+from ..protocol import MAX_INPUT_ROUNDS
+
 BEARER_ENV = "MCPLINE_BRIDGE_TOKEN"
 """The bearer token HTTP clients of ``--http`` must send, when ``--bearer-token-file`` is not
 given (unset: no token is required)."""
@@ -77,6 +79,15 @@ def register(sub: Any) -> None:
         default=300.0,
         metavar="SECONDS",
         help="how long a client may take to answer the server's request for input",
+    )
+    run.add_argument(
+        "--max-rounds",
+        type=int,
+        default=MAX_INPUT_ROUNDS,
+        metavar="N",
+        help="how often one request of a legacy client translated onto a 2026-07-28 server "
+        "(--legacy translate, the --stdio default) may ask it for input; one more fails the "
+        f"request with -32603 (default {MAX_INPUT_ROUNDS}, as mcpline's client)",
     )
     run.add_argument(
         "--quiet", action="store_true", help="--http: drop the server processes' stderr"
@@ -147,6 +158,8 @@ def _main(args: argparse.Namespace) -> int:
         raise _Usage("give --http HOST:PORT (serve a stdio server) or --stdio (serve a URL)")
     if args.pool < 1:
         raise _Usage("--pool must be at least 1")
+    if args.max_rounds < 0:
+        raise _Usage("--max-rounds must be at least 0")
     if sum(bool(x) for x in (command, args.server, args.config)) != 1:
         raise _Usage("give the server as -- SERVER_CMD [ARGS...], --server URL or --config FILE")
     if args.name and not args.config:
@@ -160,6 +173,7 @@ def _main(args: argparse.Namespace) -> int:
         pool=args.pool,
         legacy=args.legacy or ("sessions" if args.http else "translate"),
         input_timeout=args.input_timeout,
+        max_rounds=args.max_rounds,
     )
     if args.http:
         if args.server or args.header:
