@@ -213,6 +213,35 @@ def test_listen_prints_json_lines_until_interrupted(tmp_path: Path) -> None:
     assert not os.path.exists(f"/proc/{server_pid}")
 
 
+def test_listen_timeout_is_how_long_to_listen(tmp_path: Path) -> None:
+    fake = Fake(tmp_path)
+    t0 = time.monotonic()
+    proc = cli("listen", "--timeout", "5", "--", PY, *fake.argv, env={**os.environ, **fake.env})
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert lines[1]["method"] == "notifications/tools/list_changed"
+    assert elapsed >= 5.0  # it listened the whole time, and then ended by itself
+    cancels = [m for m in fake.received() if m.get("method") == "notifications/cancelled"]
+    listen = next(m for m in fake.received() if m.get("method") == "subscriptions/listen")
+    assert [c["params"]["requestId"] for c in cancels] == [listen["id"]]
+
+
+def test_listen_timeout_before_the_listen_is_acknowledged_is_a_timeout(tmp_path: Path) -> None:
+    mute = tmp_path / "mute.py"
+    mute.write_text("import time\ntime.sleep(60)\n")
+    proc = cli("listen", "--timeout", "1", "--", PY, str(mute))
+    assert proc.returncode == 2
+    assert "timed out: the deadline of 1s passed" in one_line_error(proc)
+
+
+def test_listen_help_says_what_timeout_means() -> None:
+    text = " ".join(cli("listen", "--help").stdout.split())
+    assert "listen this long once the server acknowledged, then exit 0" in text
+    assert "(default: until interrupted)" in text
+
+
 # --- terminals ------------------------------------------------------------------------------
 
 

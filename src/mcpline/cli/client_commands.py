@@ -140,7 +140,8 @@ def register(sub: Any) -> None:
     p = _add(
         sub,
         "listen",
-        "print list-changed/updated notifications as JSON lines until interrupted",
+        "print list-changed/updated notifications as JSON lines until interrupted, or for "
+        "--timeout seconds",
         "",
         listen,
     )
@@ -151,7 +152,7 @@ def register(sub: Any) -> None:
         metavar="URI",
         help="also subscribe to updates of URI (repeatable)",
     )
-    common(p)
+    common(p, listening=True)
 
 
 # --- lists and discover ----------------------------------------------------------------------
@@ -317,6 +318,7 @@ async def listen(args: argparse.Namespace, run: Run) -> int:
         listener = client.listen(resource_uris=args.resource)
         async with listener:
             async for item in listener:
+                run.listen_for()  # the first item is the acknowledgement
                 if item.synthesized:
                     note(f"mcpline listen: {_legacy_listen_notice(item.params)}")
                 elif wants_json(args):

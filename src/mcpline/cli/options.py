@@ -73,8 +73,13 @@ class DashDashParser(argparse.ArgumentParser):
         )
 
 
-def common(p: argparse.ArgumentParser) -> None:
-    """Server selection, output and behaviour options."""
+DEFAULT_TIMEOUT = 60.0
+"""``--timeout``'s default, and the request timeout of ``listen`` (which has none)."""
+
+
+def common(p: argparse.ArgumentParser, *, listening: bool = False) -> None:
+    """Server selection, output and behaviour options (``listening``: ``listen``'s, whose
+    ``--timeout`` is how long to listen)."""
     g = p.add_argument_group("server selection (one of)")
     g.add_argument(
         "--server",
@@ -117,9 +122,12 @@ def common(p: argparse.ArgumentParser) -> None:
     o.add_argument(
         "--timeout",
         type=float,
-        default=60.0,
+        default=None if listening else DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help="deadline for the command's requests, server start and era probe included, "
+        help="listen this long once the server acknowledged, then exit 0 (default: until "
+        "interrupted); the start must fit in it too, else it is a timeout (exit 2)"
+        if listening
+        else "deadline for the command's requests, server start and era probe included, "
         "time spent answering the server's questions on the terminal not (default 60)",
     )
     o.add_argument(
@@ -167,6 +175,7 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_TOOL_ERROR",
+    "DEFAULT_TIMEOUT",
     "SERVER_USAGE",
     "DashDashParser",
     "UsageError",
