@@ -32,6 +32,7 @@ from ..spec import (
 )
 from . import invoke
 from .answers import INPUT_HELP, input_options
+from .arguments import types_of
 from .connect import offers, offers_none
 from .options import EXIT_OK, add_command, common
 from .output import emit_json, note, say, table, wants_json
@@ -203,13 +204,43 @@ def _tool_row(t: dict[str, Any]) -> list[str]:
         for k in ("readOnlyHint", "destructiveHint", "idempotentHint")
         if ann.get(k)
     ]
-    params = ", ".join((t.get("inputSchema") or {}).get("properties", {}) or {})
     return [
         t.get("name", "?"),
-        f"({params})",
+        parameters(t.get("inputSchema")),
         (t.get("description") or "").strip(),
         " ".join(flags),
     ]
+
+
+def parameters(schema: Any) -> str:
+    """A tool's parameters with their JSON types: ``(a: number, tags?: array[string])``
+    (``?``: optional; ``= default`` when the schema has one)."""
+    schema = schema if isinstance(schema, dict) else {}
+    props = schema.get("properties")
+    required = schema.get("required")
+    required = set(required) if isinstance(required, list) else set()
+    out = []
+    for name, prop in (props if isinstance(props, dict) else {}).items():
+        kind = _type_name(prop)
+        if isinstance(prop, dict) and "default" in prop:
+            default = json.dumps(prop["default"], ensure_ascii=False)
+            out.append(f"{name}: {kind} = {default[:20]}")
+        else:
+            out.append(f"{name}{'' if name in required else '?'}: {kind}")
+    return f"({', '.join(out)})"
+
+
+def _type_name(prop: Any) -> str:
+    """A property's type: its JSON types (``null`` last), a short enum's values, or
+    ``array[ITEM]``."""
+    if isinstance(prop, dict):
+        values = prop.get("enum")
+        if isinstance(values, list) and 0 < len(values) <= 5:
+            return " | ".join(json.dumps(v, ensure_ascii=False)[:20] for v in values)
+        if types_of(prop) == ["array"] and isinstance(prop.get("items"), dict):
+            return f"array[{_type_name(prop['items'])}]"
+    types = types_of(prop) or ["any"]
+    return " | ".join([t for t in types if t != "null"] + [t for t in types if t == "null"])
 
 
 async def discover(args: argparse.Namespace, run: Run) -> int:
