@@ -74,7 +74,8 @@ class DashDashParser(argparse.ArgumentParser):
 
 
 DEFAULT_TIMEOUT = 60.0
-"""``--timeout``'s default, and the request timeout of ``listen`` (which has none)."""
+"""``--timeout``'s default; also the request timeout of a ``listen`` given no ``--timeout``
+(which then listens until interrupted)."""
 
 
 def common(p: argparse.ArgumentParser, *, listening: bool = False) -> None:
