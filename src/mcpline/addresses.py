@@ -33,11 +33,16 @@ class Address:
         return f"tcp:{host}:{self.port}"
 
 
+ENDPOINT_HINT = "an MCP server over HTTP is usually at http(s)://HOST:PORT/mcp"
+ADDRESS_FORMS = "unix:/path, tcp:HOST:PORT or http(s)://HOST:PORT/mcp"
+"""The addresses a client connects to (and `mcpline run --listen` serves)."""
+
+
 def parse_address(text: str) -> Address:
     """``unix:/path/to.sock`` or ``tcp:HOST:PORT`` (IPv6 hosts in brackets), or ValueError."""
     kind, sep, rest = text.partition(":")
     if not sep or not rest:
-        raise ValueError(f"bad address {text!r}: expected unix:/path or tcp:HOST:PORT")
+        raise ValueError(f"bad address {text!r}: expected {ADDRESS_FORMS}")
     if kind == "unix":
         return Address("unix", path=rest)
     if kind == "tcp":
@@ -48,11 +53,13 @@ def parse_address(text: str) -> Address:
             or not (port_text.isascii() and port_text.isdigit())  # not "٣" or "²"
             or int(port_text) > 65535
         ):
-            raise ValueError(f"bad address {text!r}: expected tcp:HOST:PORT")
+            raise ValueError(
+                f"bad address {text!r}: expected tcp:HOST:PORT (addresses are {ADDRESS_FORMS})"
+            )
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
         return Address("tcp", host=host, port=int(port_text))
-    raise ValueError(f"bad address {text!r}: the scheme must be unix: or tcp:")
+    raise ValueError(f"bad address {text!r}: expected {ADDRESS_FORMS}")
 
 
 def canonical_host(host: str) -> str:
@@ -155,13 +162,28 @@ def find_token(host: str, port: int, hosts: tuple[str, ...] = ()) -> str | None:
     return None
 
 
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says that nothing listens at the
+    address: the connection was refused, or the socket file does not exist."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (ConnectionRefusedError, FileNotFoundError)):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def os_reason(exc: BaseException) -> str:
     """What went wrong, in the OS's words when ``exc`` is an `OSError` that has them."""
     return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
 
 
 __all__ = [
+    "ADDRESS_FORMS",
     "AUTH_METHOD",
+    "ENDPOINT_HINT",
     "LOOPBACK_NAMES",
     "MIN_TOKEN_CHARS",
     "TOKEN_ENV",
@@ -173,6 +195,7 @@ __all__ = [
     "is_loopback",
     "parse_address",
     "read_token_file",
+    "refused",
     "token_dir",
     "token_path",
 ]

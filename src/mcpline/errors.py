@@ -200,6 +200,14 @@ class ConnectionLost(ClientError):
         self.retriable = retriable
 
 
+class NothingListening(ConnectionLost):
+    """Nothing accepts connections at the server's address (refused, or no socket file).
+
+    The client reports it at once when it never reached the server; once it has, it is
+    retried like any loss (the server may be restarting).
+    """
+
+
 class AuthError(ClientError):
     """Authorization failed: discovery, registration, the user's consent or the token
     endpoint (HTTP only). The message never holds a token or a client secret."""

@@ -9,7 +9,9 @@ Enable the plugin and name your server in ``conftest.py``::
         from myproject.server import server
         return server
 
-Then ask for ``mcp_client`` in async tests (run by anyio's pytest plugin or pytest-asyncio)::
+Then ask for ``mcp_client`` in async tests run by anyio's pytest plugin, marked
+``@pytest.mark.anyio``, or by pytest-asyncio in its auto mode, unmarked (docs/testing.md
+says why strict mode needs the anyio mark, and why not both)::
 
     @pytest.mark.anyio
     async def test_add(mcp_client: Client) -> None:

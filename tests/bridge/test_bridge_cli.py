@@ -82,7 +82,7 @@ def test_a_url_entry_is_served_over_stdio(tmp_path: Path) -> None:
         (["--http", "8000"], "give the server as"),
         (["--stdio", "--", "python", "x.py"], "--stdio bridges an HTTP server"),
         (["--http", "8000", "--server", "http://h/mcp"], "--server and --header are for --stdio"),
-        (["--stdio", "--server", "ftp://h/mcp"], "must be an http(s):// URL"),
+        (["--stdio", "--server", "ftp://h/mcp"], "must be an http(s)://HOST:PORT/mcp URL"),
         (["--http", "8000", "--pool", "0", "--", "x"], "--pool must be at least 1"),
         (["--http", "nope", "--", "x"], "bad address"),
         (

@@ -64,7 +64,7 @@ def test_protocol_error_exits_2_with_one_line() -> None:
         (["tools"], "give the server"),
         (["tools", "--server", "bogus:addr"], "bad address"),
         (["tools", "--", "/nonexistent/server"], "cannot start"),
-        (["tools", "--server", "unix:/nonexistent/dir/s.sock"], "cannot connect"),
+        (["tools", "--server", "unix:/nonexistent/dir/s.sock"], "nothing is listening"),
     ],
 )
 def test_failures_exit_2_with_one_line(args: list[str], fragment: str) -> None:
@@ -152,7 +152,10 @@ def test_config_file_selects_the_server(tmp_path: Path) -> None:
     missing = cli("tools", "--config", str(config), "--name", "nope")
     assert missing.returncode == 2 and "no server named 'nope'" in one_line_error(missing)
     web = cli("tools", "--config", str(config), "--name", "web", "--timeout", "10")
-    assert web.returncode == 2 and "cannot connect to http://127.0.0.1:9/mcp" in one_line_error(web)
+    assert (
+        web.returncode == 2
+        and "nothing is listening on http://127.0.0.1:9/mcp" in one_line_error(web)
+    )
     both = cli("tools", "--config", str(config), "--name", "calc", "--", PY, str(QUICKSTART))
     assert both.returncode == 2
 
@@ -209,6 +212,35 @@ def test_listen_prints_json_lines_until_interrupted(tmp_path: Path) -> None:
     while os.path.exists(f"/proc/{server_pid}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{server_pid}")
+
+
+def test_listen_timeout_is_how_long_to_listen(tmp_path: Path) -> None:
+    fake = Fake(tmp_path)
+    t0 = time.monotonic()
+    proc = cli("listen", "--timeout", "5", "--", PY, *fake.argv, env={**os.environ, **fake.env})
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert lines[1]["method"] == "notifications/tools/list_changed"
+    assert elapsed >= 5.0  # it listened the whole time, and then ended by itself
+    cancels = [m for m in fake.received() if m.get("method") == "notifications/cancelled"]
+    listen = next(m for m in fake.received() if m.get("method") == "subscriptions/listen")
+    assert [c["params"]["requestId"] for c in cancels] == [listen["id"]]
+
+
+def test_listen_timeout_before_the_listen_is_acknowledged_is_a_timeout(tmp_path: Path) -> None:
+    mute = tmp_path / "mute.py"
+    mute.write_text("import time\ntime.sleep(60)\n")
+    proc = cli("listen", "--timeout", "1", "--", PY, str(mute))
+    assert proc.returncode == 2
+    assert "timed out: the deadline of 1s passed" in one_line_error(proc)
+
+
+def test_listen_help_says_what_timeout_means() -> None:
+    text = " ".join(cli("listen", "--help").stdout.split())
+    assert "listen this long once the server acknowledged, then exit 0" in text
+    assert "(default: until interrupted)" in text
 
 
 # --- terminals ------------------------------------------------------------------------------
@@ -301,6 +333,46 @@ def test_server_that_fails_at_startup_is_one_line_with_its_stderr(tmp_path: Path
     assert "before answering its first request" in line
     assert "ModuleNotFoundError: No module named 'mcpline_no_such_module_anywhere'" in line
     assert starts.read_text() == "start\n"  # started once: no restarts
+
+
+SCHEMA_FAILS = """\
+from mcpline import Server
+
+server = Server("bad")
+
+
+class Thing:
+    pass
+
+
+@server.tool()
+def use(t: Thing) -> str:
+    \"\"\"Use a thing.\"\"\"
+    return "used"
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_startup_failure_names_the_exception_first_then_the_traceback_tail(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(SCHEMA_FAILS)
+    proc = cli("tools", "--", PY, str(bad))
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = one_line_error(proc)
+    head, _, rest = line.partition("; stderr: ")
+    assert head.endswith(
+        "exited with code 1 before answering its first request (it never read its input)"
+    )
+    exception, _, tail = rest.partition("; traceback tail: ")
+    assert exception.startswith("SchemaError: use: parameter 't': cannot derive a JSON Schema")
+    assert exception.endswith("or pydantic models with pydantic installed"), exception
+    assert f'File "{bad}", line 10, in <module>' in tail
+    assert "SchemaError: use" not in tail  # said once, first
 
 
 TIMEOUT_SERVER = str(FIXTURES / "timeout_server.py")

@@ -110,7 +110,7 @@ def test_a_config_entry_with_a_url_headers_and_variables(tmp_path: Path) -> None
     [
         (["--server", "unix:/nowhere.sock", "--header", "A: b"], "--header needs an http(s)"),
         (["--server", "http://127.0.0.1:9/mcp", "--header", "no colon"], "'Name: value'"),
-        (["--server", "http://127.0.0.1:9/mcp", "--timeout", "5"], "cannot connect"),
+        (["--server", "http://127.0.0.1:9/mcp", "--timeout", "5"], "nothing is listening"),
     ],
 )
 def test_bad_http_arguments_are_one_line_errors(args: list[str], why: str) -> None:

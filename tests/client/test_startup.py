@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcpline.client import Client, ConnectionLost
+from mcpline.client.process import final_exception
 
 from .util import run
 
@@ -88,3 +89,24 @@ def test_a_failing_legacy_handshake_is_reported_at_once_too(tmp_path: Path) -> N
 
     run(main())
     assert starts.read_text().count("start") == 1
+
+
+@pytest.mark.parametrize(
+    ("stderr", "expected"),
+    [
+        (
+            'Traceback (most recent call last):\n  File "s.py", line 3, in <module>\n'
+            "    raise KeyError\npkg.mod.Missing: the key\nsome later noise\n",
+            ("Missing: the key", 3),
+        ),
+        (
+            'Traceback (most recent call last):\n  File "s.py", line 1\n    x\nKeyboardInterrupt\n',
+            ("KeyboardInterrupt", 3),
+        ),
+        ('  File "s.py", line 2\n    ^^^\nlib.BadThingError: no\n', ("BadThingError: no", 2)),
+        ("listening on port 1\nstarting\n", None),
+        ("  indented.ValueError: only frames\n", None),
+    ],
+)
+def test_final_exception_line(stderr: str, expected: tuple[str, int] | None) -> None:
+    assert final_exception(stderr.splitlines()) == expected

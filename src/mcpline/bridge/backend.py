@@ -27,6 +27,7 @@ from ..client.era import MODERN
 from ..client.transports import Transport
 from ..errors import ClientError, InternalError
 from ..jsonrpc import Notification, Response
+from ..protocol import MAX_INPUT_ROUNDS
 from ..protocol.headers import HeaderParam
 from ..server.context import Context
 from ..server.engine import Engine
@@ -121,7 +122,9 @@ class BackendOptions:
     request waits while no upstream is alive; ``input_timeout``: how long a client may take
     to answer the server's request for input (parked calls, legacy sessions);
     ``call_timeout``: how long a forwarded request (a listen excepted) may go without an
-    answer or a progress notification before it is cancelled upstream and fails."""
+    answer or a progress notification before it is cancelled upstream and fails;
+    ``max_rounds``: how often one request of a legacy client of a 2026-07-28 server may ask
+    it for input (``legacy="translate"``), as mcpline's client bounds its own rounds."""
 
     pool: int = 2
     legacy: str = "sessions"
@@ -130,6 +133,7 @@ class BackendOptions:
     wait_timeout: float = 10.0
     input_timeout: float = 300.0
     call_timeout: float = DEFAULT_CALL_TIMEOUT
+    max_rounds: int = MAX_INPUT_ROUNDS
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     state_key: bytes | str | None = None
     modern_pool: int | None = None
@@ -142,6 +146,8 @@ class BackendOptions:
             raise ValueError(f"legacy must be one of {', '.join(LEGACY_MODES)}")
         if not self.call_timeout > 0:
             raise ValueError("call_timeout must be positive")
+        if self.max_rounds < 0:
+            raise ValueError("max_rounds must be at least 0")
 
 
 class Backend:
@@ -241,7 +247,10 @@ class Backend:
                 self.watch = RemoteWatch(self.pool)
                 self.watch.engine = self.engine
                 self.legacy.target = LegacyOverModern(
-                    UpstreamHost(self.pool), self.watch, request_timeout=o.input_timeout
+                    UpstreamHost(self.pool),
+                    self.watch,
+                    request_timeout=o.input_timeout,
+                    max_rounds=o.max_rounds,
                 )
         else:
             self.translate = TranslateEra(

@@ -18,7 +18,12 @@ SUBCOMMAND_MODULES = ("run", "client_commands", "demo", "check", "bridge")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpline",
-        description="Model Context Protocol 2026-07-28 over stdio, Unix sockets and TCP.",
+        description="Model Context Protocol 2026-07-28 over stdio, Unix sockets, TCP and "
+        "Streamable HTTP.",
+        epilog="A client command names its server as -- SERVER_CMD [ARGS...] (a stdio server: "
+        "mcpline tools -- python server.py), --server ADDRESS (unix:/path, tcp:HOST:PORT or "
+        "http(s)://HOST:PORT/mcp) or --config FILE --name NAME. "
+        "See mcpline COMMAND --help and docs/cli.md.",
     )
     parser.add_argument("--version", action="version", version=f"mcpline {version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from .form import schema_problem, summary
+from ..protocol import MAX_INPUT_ROUNDS
+from .form import answer_shape, schema_problem, summary
 from .options import UsageError
 from .suggest import did_you_mean
 
@@ -36,10 +37,11 @@ answers to the server's questions:
     {"elicitation": [ANSWER, ...], "sampling": [REPLY, ...], "roots": [PATH, ...]}
   Each list is used in the order the server asks. An ANSWER is {"action": "accept",
   "content": {...}}, the content alone ({"name": "Ada"}), or "accept", "decline" or
-  "cancel" ("accept" finishes a URL elicitation). A REPLY is the reply's text, a whole
-  CreateMessageResult, or {"action": "decline"} to refuse. A root is a path or a file://
-  URI (--root wins over these). Without a terminal or --input, a question ends the
-  command (exit 2)."""
+  "cancel" ("accept" finishes a URL elicitation). A question for one value
+  (ctx.elicit(message, int)) has one field, value: answer {"value": 42}. A REPLY is
+  the reply's text, a whole CreateMessageResult, or {"action": "decline"} to refuse. A
+  root is a path or a file:// URI (--root wins over these). Without a terminal or
+  --input, a question ends the command (exit 2)."""
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
@@ -59,6 +61,24 @@ def input_options(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="a root to offer the server (repeatable; default: the current directory)",
     )
+    g.add_argument(
+        "--max-rounds",
+        type=_rounds,
+        default=MAX_INPUT_ROUNDS,
+        metavar="N",
+        help="rounds of questions one request may go through; the server asking once more "
+        f"ends the command (exit 2; default {MAX_INPUT_ROUNDS})",
+    )
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {text!r}")
+    return value
 
 
 def as_root(item: Any, where: str) -> dict[str, Any]:
@@ -133,13 +153,17 @@ class Script:
         elif isinstance(value, dict):
             answer = {"action": "accept", "content": value}
         else:
-            raise UsageError(f"{where}: an answer is an object or accept/decline/cancel")
+            raise UsageError(
+                f"{where}: an answer is an object or accept/decline/cancel{answer_shape(params)}"
+            )
         if params.get("mode") == "url":
             answer.pop("content", None)
         elif answer["action"] == "accept":
             problem = schema_problem(params.get("requestedSchema"), answer.get("content", {}))
             if problem:
-                raise UsageError(f"{where} does not fit {summary(params)}: {problem}")
+                raise UsageError(
+                    f"{where} does not fit {summary(params)}: {problem}{answer_shape(params)}"
+                )
         return answer
 
     def sample(self, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -165,6 +189,7 @@ class Answers:
     def __init__(self, args: argparse.Namespace, run: Run) -> None:
         self.run = run
         self.command = args.command
+        self.max_rounds: int = args.max_rounds
         self.script = Script.load(args.input) if args.input else None
         roots = self.script.roots if self.script is not None else None
         if args.root or roots is None:
@@ -190,6 +215,7 @@ class Answers:
             "on_sample": self.sample,
             "on_roots": self.list_roots,
             "elicitation_modes": ("form", "url"),
+            "max_rounds": self.max_rounds,
         }
 
     def list_roots(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +225,7 @@ class Answers:
         if self.script is not None:
             return self._scripted(self.script.elicit, params)  # type: ignore[no-any-return]
         if self.terminal is None:
-            self._cannot(summary(params))
+            self._cannot(summary(params) + answer_shape(params))
         from . import ask
 
         with self._asking() as term:

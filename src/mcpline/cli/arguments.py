@@ -8,7 +8,8 @@ The schema's type of KEY decides what VALUE is: ``string`` as typed; ``integer``
 "null"]``, ``anyOf``) take the first that fits; a key the schema does not type is a string.
 KEY=VALUE words are applied over ``--args``. A key that is not a parameter of a tool that
 takes no others, a value that does not fit its type, or a non-array key given twice is a
-usage error naming the key. Prompt arguments are all strings.
+usage error naming the key. Prompt arguments are all strings: a value of ``--args`` that is
+not one is sent as its JSON text.
 """
 
 from __future__ import annotations
@@ -51,9 +52,13 @@ def split_pairs(words: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def prompt_arguments(base: dict[str, Any], words: Sequence[str]) -> dict[str, Any]:
-    """``get``'s arguments: ``--args`` with each KEY=VALUE (a string) over it."""
-    out = dict(base)
+def prompt_arguments(base: dict[str, Any], words: Sequence[str]) -> dict[str, str]:
+    """``get``'s arguments, all strings as prompt arguments are: ``--args`` (a value that is
+    not a string as its JSON text: ``3``, ``true``, ``["a"]``) with each KEY=VALUE over it."""
+    out = {
+        key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for key, value in base.items()
+    }
     seen: set[str] = set()
     for key, value in split_pairs(words):
         if key in seen:

@@ -49,8 +49,10 @@ async def choose(term: Terminal, prompt: str, choices: dict[str, str]) -> str:
 
 async def form(term: Terminal, params: dict[str, Any]) -> dict[str, Any]:
     """A form elicitation: accept, decline or cancel, then each field in turn."""
-    term.write(f"\nThe server asks: {_safe(params.get('message', ''))}\n")
     items = fields(params.get("requestedSchema"))
+    if len(items) == 1 and items[0].kind == "boolean":
+        return await _yes_no(term, str(params.get("message", "")), items[0])
+    term.write(f"\nThe server asks: {_safe(params.get('message', ''))}\n")
     question = "Fill in the form?" if items else "Accept?"
     action = await choose(term, f"{question} [Y]es, [n]o (decline), [c]ancel: ", ACTIONS)
     if action != "accept":
@@ -64,6 +66,31 @@ async def form(term: Terminal, params: dict[str, Any]) -> dict[str, Any]:
         if value is not _SKIP:
             content[item.key] = value
     return {"action": "accept", "content": content}
+
+
+async def _yes_no(term: Terminal, message: str, item: Field) -> dict[str, Any]:
+    """A form of one yes/no field, asked as its question: yes and no are answers (accepted),
+    decline and cancel what they are; Enter takes the field's default, if any."""
+    default = item.default if item.has_default and isinstance(item.default, bool) else None
+    yes = "[Y]es" if default is True else "[y]es"
+    no = "[N]o" if default is False else "[n]o"
+    description = item.schema.get("description")
+    if isinstance(description, str) and description:
+        term.write(f"\n  {_safe(description)}\n")
+    prompt = f"\n{_short(message) or _short(item.label())} {yes}, {no}, [d]ecline, [c]ancel: "
+    while True:
+        text = await term.ask(prompt)
+        if text is None:
+            return {"action": "cancel"}
+        letter = text.strip()[:1].lower()
+        if letter in ("y", "n") or (not letter and default is not None):
+            value = letter == "y" if letter else default
+            return {"action": "accept", "content": {item.key: value}}
+        if letter == "d":
+            return {"action": "decline"}
+        if letter == "c":
+            return {"action": "cancel"}
+        prompt = "  type y or n (or d to decline, c to cancel): "
 
 
 async def _field(term: Terminal, item: Field) -> Any:

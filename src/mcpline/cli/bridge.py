@@ -19,6 +19,8 @@ import os
 import sys
 from typing import Any
 
+from ..protocol import MAX_INPUT_ROUNDS
+
 BEARER_ENV = "MCPLINE_BRIDGE_TOKEN"
 """The bearer token HTTP clients of ``--http`` must send, when ``--bearer-token-file`` is not
 given (unset: no token is required)."""
@@ -44,7 +46,9 @@ def register(sub: Any) -> None:
         "--stdio", action="store_true", help="serve the HTTP server (--server) on stdin/stdout"
     )
     src = p.add_argument_group("the bridged server (one of)")
-    src.add_argument("--server", metavar="URL", help="--stdio: the http(s)://HOST/mcp endpoint")
+    src.add_argument(
+        "--server", metavar="URL", help="--stdio: the http(s)://HOST:PORT/mcp endpoint"
+    )
     src.add_argument(
         "--header",
         action="append",
@@ -83,6 +87,15 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="a forwarded request (a listen excepted) with no answer and no progress for this "
         "long is cancelled upstream and fails with -32603 (default 600)",
+    )
+    run.add_argument(
+        "--max-rounds",
+        type=int,
+        default=MAX_INPUT_ROUNDS,
+        metavar="N",
+        help="how often one request of a legacy client translated onto a 2026-07-28 server "
+        "(--legacy translate, the --stdio default) may ask it for input; one more fails the "
+        f"request with -32603 (default {MAX_INPUT_ROUNDS}, as mcpline's client)",
     )
     run.add_argument(
         "--quiet", action="store_true", help="--http: drop the server processes' stderr"
@@ -174,6 +187,8 @@ def _main(args: argparse.Namespace) -> int:
         raise _Usage("--pool must be at least 1")
     if not (args.input_timeout > 0 and args.call_timeout > 0):
         raise _Usage("--input-timeout and --call-timeout must be positive")
+    if args.max_rounds < 0:
+        raise _Usage("--max-rounds must be at least 0")
     if sum(bool(x) for x in (command, args.server, args.config)) != 1:
         raise _Usage("give the server as -- SERVER_CMD [ARGS...], --server URL or --config FILE")
     if args.name and not args.config:
@@ -188,6 +203,7 @@ def _main(args: argparse.Namespace) -> int:
         legacy=args.legacy or ("sessions" if args.http else "translate"),
         input_timeout=args.input_timeout,
         call_timeout=args.call_timeout,
+        max_rounds=args.max_rounds,
     )
     if args.http:
         if args.server or args.header:
@@ -279,7 +295,7 @@ def _stdio(args: argparse.Namespace, url: str, headers: dict[str, str], options:
     if any(getattr(args, n) for n in web):
         raise _Usage("--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes: --http")
     if not url.startswith(("http://", "https://")):
-        raise _Usage(f"--server must be an http(s):// URL, not {url[:60]!r}")
+        raise _Usage(f"--server must be an http(s)://HOST:PORT/mcp URL, not {url[:60]!r}")
     # A server that answers 401 gets the browser flow (the URL is also printed on stderr);
     # tokens are kept in the user's config directory (0600) and refreshed.
     auth = OAuth(client_name="mcpline-bridge", store=FileTokenStore())

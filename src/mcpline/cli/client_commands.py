@@ -32,6 +32,7 @@ from ..spec import (
 )
 from . import invoke
 from .answers import INPUT_HELP, input_options
+from .arguments import types_of
 from .connect import offers, offers_none
 from .options import EXIT_OK, add_command, common
 from .output import emit_json, note, say, table, wants_json
@@ -112,7 +113,8 @@ def register(sub: Any) -> None:
         "--args",
         default="{}",
         metavar="JSON",
-        help="the prompt arguments, a JSON object of strings",
+        help="the prompt arguments, a JSON object; prompt arguments are strings, so a value "
+        "that is not one is sent as its JSON text (3, true)",
     )
     input_options(p)
     common(p)
@@ -139,7 +141,8 @@ def register(sub: Any) -> None:
     p = _add(
         sub,
         "listen",
-        "print list-changed/updated notifications as JSON lines until interrupted",
+        "print list-changed/updated notifications as JSON lines until interrupted, or for "
+        "--timeout seconds",
         "",
         listen,
     )
@@ -150,7 +153,7 @@ def register(sub: Any) -> None:
         metavar="URI",
         help="also subscribe to updates of URI (repeatable)",
     )
-    common(p)
+    common(p, listening=True)
 
 
 # --- lists and discover ----------------------------------------------------------------------
@@ -201,13 +204,43 @@ def _tool_row(t: dict[str, Any]) -> list[str]:
         for k in ("readOnlyHint", "destructiveHint", "idempotentHint")
         if ann.get(k)
     ]
-    params = ", ".join((t.get("inputSchema") or {}).get("properties", {}) or {})
     return [
         t.get("name", "?"),
-        f"({params})",
+        parameters(t.get("inputSchema")),
         (t.get("description") or "").strip(),
         " ".join(flags),
     ]
+
+
+def parameters(schema: Any) -> str:
+    """A tool's parameters with their JSON types: ``(a: number, tags?: array[string])``
+    (``?``: optional; ``= default`` when the schema has one)."""
+    schema = schema if isinstance(schema, dict) else {}
+    props = schema.get("properties")
+    required = schema.get("required")
+    required = set(required) if isinstance(required, list) else set()
+    out = []
+    for name, prop in (props if isinstance(props, dict) else {}).items():
+        kind = _type_name(prop)
+        if isinstance(prop, dict) and "default" in prop:
+            default = json.dumps(prop["default"], ensure_ascii=False)
+            out.append(f"{name}: {kind} = {default[:20]}")
+        else:
+            out.append(f"{name}{'' if name in required else '?'}: {kind}")
+    return f"({', '.join(out)})"
+
+
+def _type_name(prop: Any) -> str:
+    """A property's type: its JSON types (``null`` last), a short enum's values, or
+    ``array[ITEM]``."""
+    if isinstance(prop, dict):
+        values = prop.get("enum")
+        if isinstance(values, list) and 0 < len(values) <= 5:
+            return " | ".join(json.dumps(v, ensure_ascii=False)[:20] for v in values)
+        if types_of(prop) == ["array"] and isinstance(prop.get("items"), dict):
+            return f"array[{_type_name(prop['items'])}]"
+    types = types_of(prop) or ["any"]
+    return " | ".join([t for t in types if t != "null"] + [t for t in types if t == "null"])
 
 
 async def discover(args: argparse.Namespace, run: Run) -> int:
@@ -316,6 +349,7 @@ async def listen(args: argparse.Namespace, run: Run) -> int:
         listener = client.listen(resource_uris=args.resource)
         async with listener:
             async for item in listener:
+                run.listen_for()  # the first item is the acknowledgement
                 if item.synthesized:
                     note(f"mcpline listen: {_legacy_listen_notice(item.params)}")
                 elif wants_json(args):

@@ -88,7 +88,7 @@ def load_config(path: str, name: str | None) -> ConfigEntry:
             raise UsageError(f"server {name!r}: an http server needs a url")
         url = expand(url, f"server {name!r} url")
         if not url.startswith(("http://", "https://")):
-            raise UsageError(f"server {name!r}: url must be http:// or https://")
+            raise UsageError(f"server {name!r}: url must be http(s)://HOST:PORT/mcp")
         return ConfigEntry(
             name,
             url=url,

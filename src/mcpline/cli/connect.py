@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import version
 from .config import load_config, parse_auth, parse_headers
-from .options import UsageError
+from .options import DEFAULT_TIMEOUT, UsageError
 from .output import note
 
 if TYPE_CHECKING:
@@ -74,8 +74,18 @@ def _new_client(args: argparse.Namespace, run: Run, answers: Answers | None) -> 
     the whole command), shutdown graces 1 s."""
     from ..client import SocketServer, StdioServer
 
-    chosen = sum(bool(x) for x in (args.server, args.config, args.server_cmd))
-    if chosen != 1:
+    chosen = [
+        flag
+        for flag, given in (
+            ("-- SERVER_CMD", args.server_cmd),
+            ("--server", args.server),
+            ("--config", args.config),
+        )
+        if given
+    ]
+    if len(chosen) > 1:
+        raise UsageError(f"{' and '.join(chosen)} exclude each other: give one server")
+    if not chosen:
         raise UsageError(
             "give the server as -- SERVER_CMD [ARGS...], --server ADDRESS "
             "or --config FILE --name NAME"
@@ -137,11 +147,12 @@ def _client(
 ) -> Client:
     from ..client import Client
 
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     return Client(
         transport,
-        timeout=args.timeout,
-        max_timeout=max(600.0, args.timeout),
-        probe_timeout=min(5.0, args.timeout / 2),
+        timeout=timeout,
+        max_timeout=max(600.0, timeout),
+        probe_timeout=min(5.0, timeout / 2),
         era=args.era,
         client_info={"name": "mcpline-cli", "version": version()},
         trace=run.trace,

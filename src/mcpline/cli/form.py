@@ -199,6 +199,16 @@ def fields(requested: Any) -> list[Field]:
     return out
 
 
+def answer_shape(params: dict[str, Any]) -> str:
+    """For a form whose only field is ``value`` (a question for one value: ``ctx.elicit(msg,
+    int)``), the ``--input`` answer it takes: `` (its answer is {"value": …})``; else ``""``."""
+    if params.get("mode") == "url":
+        return ""
+    if [f.key for f in fields(params.get("requestedSchema"))] != ["value"]:
+        return ""
+    return ' (its answer is {"value": …})'
+
+
 def summary(params: dict[str, Any]) -> str:
     """An elicitation in a few words: its message and its fields (or its URL)."""
     message = json.dumps(str(params.get("message", "")), ensure_ascii=False)
@@ -208,4 +218,12 @@ def summary(params: dict[str, Any]) -> str:
     return f"elicitation {message} (fields: {', '.join(names) or 'none'})"
 
 
-__all__ = ["BadValue", "Field", "fields", "options_of", "parse_number", "summary"]
+__all__ = [
+    "BadValue",
+    "Field",
+    "answer_shape",
+    "fields",
+    "options_of",
+    "parse_number",
+    "summary",
+]

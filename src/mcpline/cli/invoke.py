@@ -16,7 +16,7 @@ from ..spec import COMPLETE, PROMPTS_GET, RESOURCES_READ, TOOLS_CALL, TOOLS_LIST
 from .arguments import json_object, prompt_arguments, split_pairs, tool_arguments
 from .connect import make_client, require
 from .options import EXIT_OK, EXIT_TOOL_ERROR, UsageError
-from .output import ProgressBar, emit_json, human_call, one_line, say, wants_json
+from .output import ProgressBar, emit_json, human_call, one_line, pretty, say, wants_json
 from .suggest import unknown
 from .task_status import TaskStatus
 
@@ -116,7 +116,7 @@ async def read(args: argparse.Namespace, run: Run) -> int:
     else:
         for c in result.get("contents", []):
             if "text" in c:
-                say(c["text"])
+                say(pretty(c["text"]))
             else:
                 say(
                     f"[{c.get('mimeType', 'binary')} blob, {len(c.get('blob', ''))} "

@@ -7,6 +7,7 @@ never our options), ``--server ADDRESS`` or ``--config FILE --name NAME``.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -40,16 +41,51 @@ class DashDashParser(argparse.ArgumentParser):
             words = [e for e in extras if "=" in e and not e.startswith("-")]
             ns.pairs += words
             extras = [e for e in extras if e not in words]
+        if not (tail or getattr(ns, "server", None) or getattr(ns, "config", None)):
+            self._suggest_dash_dash(items, ns, extras)
         return ns, extras
 
+    def _suggest_dash_dash(self, items: list[str], ns: Any, extras: list[str]) -> None:
+        """Words left over while no server is given are a server command without ``--``:
+        exit 2 with the command line that has it."""
+        strays = [e for e in extras if not e.startswith("-")]
+        strays += [w for w in getattr(ns, "pairs", None) or [] if "=" not in w]
+        if not strays:
+            return
+        positional = [
+            value
+            for action in self._actions
+            if not action.option_strings and action.dest != "pairs"
+            for value in [getattr(ns, action.dest, None)]
+            if isinstance(value, str)
+        ]
+        at = len(items)
+        for i, word in enumerate(items):
+            if word in positional:
+                positional.remove(word)
+            elif word in strays:
+                at = i
+                break
+        fixed = shlex.join([*items[:at], "--", *items[at:]])
+        self.exit(
+            EXIT_FAILURE,
+            f"{self.prog}: a server command goes after --: {self.prog} {fixed}\n",
+        )
 
-def common(p: argparse.ArgumentParser) -> None:
-    """Server selection, output and behaviour options."""
+
+DEFAULT_TIMEOUT = 60.0
+"""``--timeout``'s default; also the request timeout of a ``listen`` given no ``--timeout``
+(which then listens until interrupted)."""
+
+
+def common(p: argparse.ArgumentParser, *, listening: bool = False) -> None:
+    """Server selection, output and behaviour options (``listening``: ``listen``'s, whose
+    ``--timeout`` is how long to listen)."""
     g = p.add_argument_group("server selection (one of)")
     g.add_argument(
         "--server",
         metavar="ADDRESS",
-        help="connect to unix:PATH, tcp:HOST:PORT or an http(s)://HOST/mcp endpoint",
+        help="connect to unix:PATH, tcp:HOST:PORT or an http(s)://HOST:PORT/mcp endpoint",
     )
     g.add_argument(
         "--header",
@@ -87,9 +123,12 @@ def common(p: argparse.ArgumentParser) -> None:
     o.add_argument(
         "--timeout",
         type=float,
-        default=60.0,
+        default=None if listening else DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help="deadline for the command's requests, server start and era probe included, "
+        help="listen this long once the server acknowledged, then exit 0 (default: until "
+        "interrupted); the start must fit in it too, else it is a timeout (exit 2)"
+        if listening
+        else "deadline for the command's requests, server start and era probe included, "
         "time spent answering the server's questions on the terminal not (default 60)",
     )
     o.add_argument(
@@ -137,6 +176,7 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_TOOL_ERROR",
+    "DEFAULT_TIMEOUT",
     "SERVER_USAGE",
     "DashDashParser",
     "UsageError",

@@ -78,6 +78,19 @@ def table(headers: Sequence[str], rows: list[list[str]]) -> None:
     Console().print(t)
 
 
+def pretty(text: str) -> str:
+    """``text`` indented when it is a JSON object or array (a tool's structured result as
+    text), as it is otherwise."""
+    stripped = text.strip()
+    if not (stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")):
+        return text
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return text
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
 def human_call(result: dict[str, Any]) -> None:
     """A CallToolResult as text: each content block, or the structured content alone."""
     if result.get("isError"):
@@ -85,7 +98,7 @@ def human_call(result: dict[str, Any]) -> None:
     for block in result.get("content", []):
         kind = block.get("type")
         if kind == "text":
-            say(block.get("text", ""))
+            say(pretty(block.get("text", "")))
         elif kind in ("image", "audio"):
             say(f"[{kind} {block.get('mimeType', '')}, {len(block.get('data', ''))} base64 chars]")
         elif kind == "resource_link":
@@ -142,6 +155,7 @@ __all__ = [
     "human_call",
     "note",
     "one_line",
+    "pretty",
     "say",
     "table",
     "wants_json",

@@ -67,7 +67,8 @@ def register(sub: Any) -> None:
         "--listen",
         metavar="ADDRESS",
         default="stdio",
-        help="stdio (default), unix:/path/to.sock or tcp:HOST:PORT",
+        help="stdio (default), unix:/path/to.sock, tcp:HOST:PORT or http://HOST:PORT/mcp "
+        "(the same as --http HOST:PORT)",
     )
     p.add_argument(
         "--bus",

@@ -31,9 +31,11 @@ class Run:
     logs, and why it stopped early: a signal, a failure found by a callback (an input that
     cannot be given), or the deadline.
 
-    ``--timeout`` is the deadline of the whole command but ``listen``: counted from the
-    start of the process (``args.started``), server start, era probe and requests included,
-    and the server's shutdown bounded by what is left of it (at least `SHUTDOWN_OVERRUN`).
+    ``--timeout`` is the deadline of the whole command: counted from the start of the
+    process (``args.started``), server start, era probe and requests included, and the
+    server's shutdown bounded by what is left of it (at least `SHUTDOWN_OVERRUN`). For
+    ``listen`` it is also how long to listen once the server acknowledged the listen
+    (`listen_for`): then the command ends with exit 0 (`finish`).
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -47,6 +49,11 @@ class Run:
         self.signal: int | None = None
         self.failure: BaseException | None = None
         self.deadline: Deadline | None = None
+        self.listening = False
+        """Whether ``listen`` is listening (the server acknowledged it)."""
+        self._listen_end: asyncio.TimerHandle | None = None
+        self.finished = False
+        """Whether ``listen``'s time is up (a success, unlike a deadline)."""
         self.mid_line: Callable[[], bool] = lambda: False
         """Whether a prompt waits on the terminal (a cancellation line starts below it)."""
         self._task: asyncio.Task[Any] | None = None
@@ -106,6 +113,27 @@ class Run:
         if self._task is not None:
             self._task.cancel()
 
+    def listen_for(self) -> None:
+        """``listen`` is acknowledged: the deadline stops, and ``--timeout`` (if given) is
+        from now on how long to listen before `finish`."""
+        if self.listening:
+            return
+        self.listening = True
+        timeout = getattr(self.args, "timeout", None)
+        if timeout is None:
+            return
+        if self.deadline is not None:
+            self.deadline.cancel()
+        self._listen_end = asyncio.get_running_loop().call_later(timeout, self.finish)
+
+    def finish(self) -> None:
+        """End a ``listen`` whose time is up: exit 0."""
+        if self.failure is not None or self.signal is not None:
+            return
+        self.finished = True
+        if self._task is not None:
+            self._task.cancel()
+
     def _on_signal(self, sig: int) -> None:
         self.stop(sig=sig)
 
@@ -117,7 +145,7 @@ class Run:
 
     def _start_deadline(self, loop: asyncio.AbstractEventLoop) -> None:
         timeout = getattr(self.args, "timeout", None)
-        if self.args.command == "listen" or timeout is None:
+        if timeout is None:
             return
         self.deadline = Deadline(timeout, self)
         self.deadline.start(loop, getattr(self.args, "started", None))
@@ -156,7 +184,7 @@ class Run:
         try:
             return await op(self.args, self)
         except asyncio.CancelledError:
-            if self.failure is None and self.signal is None:
+            if self.failure is None and self.signal is None and not self.finished:
                 raise
         except Exception:
             if self.failure is None:
@@ -164,8 +192,12 @@ class Run:
         finally:
             if self.deadline is not None:
                 self.deadline.cancel()
+            if self._listen_end is not None:
+                self._listen_end.cancel()
         if self.failure is not None:
             raise self.failure
+        if self.finished:
+            return EXIT_OK
         return self.interrupted()
 
     def interrupted(self) -> int:

@@ -12,7 +12,14 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from .._version import version
-from ..errors import ClientClosed, ClientError, ConnectionLost, ProtocolError, ServerError
+from ..errors import (
+    ClientClosed,
+    ClientError,
+    ConnectionLost,
+    NothingListening,
+    ProtocolError,
+    ServerError,
+)
 from ..protocol.meta import modern_meta
 from ..spec import (
     INITIALIZE,
@@ -126,6 +133,8 @@ class LinkKeeper:
                         raise ClientClosed("the client is closed") from exc
                     if not (isinstance(exc, ConnectionLost) and exc.retriable):
                         raise
+                    if isinstance(exc, NothingListening) and self.description is None:
+                        raise ConnectionLost(str(exc), retriable=False) from None
                     self._last_loss = str(exc)
                     await self._backoff()
                     continue

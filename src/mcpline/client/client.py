@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ProtocolError, RequestTimeout, ServerError
+from ..protocol import MAX_INPUT_ROUNDS
 from ..spec import (
     COMPLETE,
     DISCOVER,
@@ -90,7 +91,7 @@ class Client:
         stable_after: float = 30.0,
         eager: bool = False,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_rounds: int = 8,
+        max_rounds: int = MAX_INPUT_ROUNDS,
         max_server_requests: int = MAX_SERVER_REQUESTS,
         max_list_items: int = 100_000,
         tasks: bool = True,

@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConnectionLost, ProtocolError, RequestTimeout, ServerError, VersionMismatch
+from ..errors import (
+    ConnectionLost,
+    NothingListening,
+    ProtocolError,
+    RequestTimeout,
+    ServerError,
+    VersionMismatch,
+)
 from ..protocol.meta import modern_meta
 from ..spec import (
     DISCOVER,
@@ -125,8 +132,8 @@ async def probe(
         except RequestTimeout:
             raise FallBack(f"no answer to {DISCOVER} within {timeout:g}s") from None
         except ConnectionLost as exc:
-            if not exc.retriable:  # e.g. it failed at start-up: no era is to blame
-                raise
+            if not exc.retriable or isinstance(exc, NothingListening):
+                raise  # e.g. it failed at start-up, or is not running: no era is to blame
             raise FallBack(f"the server went away during the probe ({exc})", died=True) from None
         except ServerError as exc:
             if exc.code not in MODERN_ERROR_CODES and not _names_meta(exc):

@@ -35,7 +35,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import msgspec
 
 from .. import jsonrpc
-from ..errors import ConnectionLost, ProtocolError
+from ..addresses import ENDPOINT_HINT, refused
+from ..errors import ConnectionLost, NothingListening, ProtocolError
 from ..inbound import Inbound
 from ..jsonrpc import RequestId
 from ..protocol.headers import HeaderParam, name_header, param_headers
@@ -193,7 +194,9 @@ class HttpServer:
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {_redacted(self.url)!r}")
+            raise ValueError(
+                f"not an http(s) URL: {_redacted(self.url)!r} (expected http(s)://HOST:PORT/mcp)"
+            )
         _check_headers(self.headers)
         object.__setattr__(self, "headers", dict(self.headers))
 
@@ -507,7 +510,9 @@ class HttpChannel:
             )
         except self._httpx.ConnectError as exc:
             session.connection_lost(
-                ConnectionLost(f"cannot connect to {self.label}: {exc or type(exc).__name__}")
+                NothingListening(f"nothing is listening on {self.label} (connection refused)")
+                if refused(exc)
+                else ConnectionLost(f"cannot connect to {self.label}: {exc or type(exc).__name__}")
             )
         except self._httpx.TimeoutException as exc:
             session.fail(rid, ConnectionLost(f"{self.label}: {method}: {type(exc).__name__}"))
@@ -587,6 +592,11 @@ class HttpChannel:
         except msgspec.DecodeError:
             pass
         if error is None:
+            if status == 404:
+                raise ProtocolError(
+                    f"{self.label} answered HTTP 404 Not Found: no MCP endpoint at this URL "
+                    f"(is the path right? {ENDPOINT_HINT})"
+                )
             if status in _TRANSIENT:
                 self.session.fail(
                     rid, ConnectionLost(f"{self.label} answered {method} with HTTP {status}")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol import MAX_INPUT_ROUNDS
 from ..spec import LOG_LEVELS
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .era import LEGACY, MODERN
@@ -72,7 +73,7 @@ class ClientOptions:
     stable_after: float = 30.0
     eager: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    max_rounds: int = 8
+    max_rounds: int = MAX_INPUT_ROUNDS
     max_server_requests: int = MAX_SERVER_REQUESTS
     max_list_items: int = 100_000
     tasks: bool = True

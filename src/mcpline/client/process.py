@@ -20,6 +20,7 @@ import collections
 import contextlib
 import logging
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -41,6 +42,9 @@ STDERR_LINE_LIMIT = 64 * 1024
 STDERR_TAIL = 40
 STARTUP_TAIL_LINES = 20
 STARTUP_TAIL_BYTES = 4096
+STARTUP_MESSAGE_CHARS = 1800
+"""A start-up failure's stderr in its error: the final exception line whole (up to this),
+then the end of the traceback before it, as much as fits."""
 EXIT_SETTLE = 1.0
 """After the process exits, how long to wait for its stdout to close before declaring it gone."""
 
@@ -134,6 +138,53 @@ class _StderrDrain:
         characters, the whole to its last ``limit * lines``."""
         tail = [t.strip()[:limit] for t in self.tail if t.strip()][-lines:]
         return " | ".join(tail)[-limit * lines :]
+
+    def startup_summary(self) -> str:
+        """A dead server's stderr as its start-up error quotes it: the final exception line
+        first (`final_exception`), then the end of the traceback before it."""
+        lines = [t for t in self.tail if t.strip()]
+        found = final_exception(lines)
+        if found is None:
+            return self.summary(STARTUP_TAIL_LINES, STARTUP_TAIL_BYTES // 20)
+        text, at = found
+        lines = [t.strip() for t in lines]
+        text = text if len(text) <= STARTUP_MESSAGE_CHARS else text[:STARTUP_MESSAGE_CHARS] + "…"
+        room = STARTUP_MESSAGE_CHARS - len(text)
+        before = " | ".join(lines[max(0, at - STARTUP_TAIL_LINES) : at])
+        if room < 200 or not before:
+            return text
+        if len(before) > room:
+            before = "…" + before[-room:]
+        return f"{text}; traceback tail: {before}"
+
+
+_QUALIFIED = r"((?:[A-Za-z_]\w*\.)*)"
+_RAISED = re.compile(_QUALIFIED + r"([A-Za-z_]\w*)(:.*)?")
+_ERROR = re.compile(_QUALIFIED + r"([A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning))(:.*)?")
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def final_exception(lines: Sequence[str]) -> tuple[str, int] | None:
+    """The line of a Python traceback naming the exception that ended it (its class named
+    without its module) and that line's index in ``lines``; None if there is none.
+
+    It is the first unindented line after the last ``Traceback`` header; without one (a
+    ``SyntaxError``, or a header scrolled out of the tail), the last line that reads
+    ``SomeError: message``.
+    """
+    start = max((i for i, line in enumerate(lines) if line.strip() == _TRACEBACK), default=-1)
+    if start >= 0:
+        for i in range(start + 1, len(lines)):
+            line = lines[i]
+            if line and not line[0].isspace():
+                match = _RAISED.fullmatch(line.rstrip())
+                if match is not None:
+                    return match[2] + (match[3] or ""), i
+    for i in range(len(lines) - 1, -1, -1):
+        match = _ERROR.fullmatch(lines[i].rstrip())
+        if match is not None and not lines[i][:1].isspace():
+            return match[2] + (match[3] or ""), i
+    return None
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -400,11 +451,17 @@ class ProcessChannel:
         if self.closing:
             return ConnectionLost(f"{self.label} was shut down")
         if self.never_read_input() and self.exited.done():
-            tail = self.stderr.summary(STARTUP_TAIL_LINES, STARTUP_TAIL_BYTES // 20)
+            tail = self.stderr.startup_summary()
             what = self._describe_exit(with_stderr=False)
+            ran_out = (
+                "; does the file call server.run()? (or serve it with: mcpline run FILE)"
+                if self.returncode == 0
+                else ""
+            )
             return ConnectionLost(
                 f"{what} before answering its first request (it never read its input)"
-                + (f"; stderr: {tail}" if tail else "; nothing on stderr"),
+                + (f"; stderr: {tail}" if tail else "; nothing on stderr")
+                + ran_out,
                 retriable=False,
             )
         return ConnectionLost(self._describe_exit())

@@ -18,8 +18,9 @@ from ..addresses import (
     is_loopback,
     os_reason,
     parse_address,
+    refused,
 )
-from ..errors import ConnectionLost
+from ..errors import ConnectionLost, NothingListening
 from .session import Session
 
 
@@ -125,6 +126,9 @@ class SocketChannel:
             transport, protocol = await asyncio.wait_for(coro, timeout)
         except (OSError, asyncio.TimeoutError) as exc:
             why = (os_reason(exc) if isinstance(exc, OSError) else "") or "timed out"
+            if refused(exc):
+                why = "connection refused" if isinstance(exc, ConnectionRefusedError) else why
+                raise NothingListening(f"nothing is listening on {addr} ({why})") from None
             raise ConnectionLost(f"cannot connect to {addr}: {why}") from None
         chan.transport = transport
         chan.protocol = protocol

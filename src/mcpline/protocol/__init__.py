@@ -1,1 +1,9 @@
 """MCP protocol rules that sit on top of JSON-RPC: versions, `_meta`, capabilities."""
+
+MAX_INPUT_ROUNDS = 8
+"""Rounds of input one request may go through by default: the input-required results
+mcpline's client answers before it gives up (`mcpline.client.Client` ``max_rounds``), and the
+times the legacy era (a server's, or ``mcpline bridge``'s in front of a 2026-07-28 server)
+asks a legacy client for input for one request (`mcpline.server.legacy.LegacyEra`)."""
+
+__all__ = ["MAX_INPUT_ROUNDS"]

@@ -30,6 +30,7 @@ import msgspec
 from .. import jsonrpc
 from ..errors import JsonRpcError
 from ..jsonrpc import MISSING, Response, notification
+from ..protocol import MAX_INPUT_ROUNDS
 from ..protocol.meta import RequestMeta
 from ..spec import (
     CANCELLED,
@@ -149,7 +150,8 @@ class LegacyEra:
 
     ``server_info`` replaces the server's identity in the InitializeResult;
     ``request_timeout`` bounds each server-to-client request (seconds); ``max_rounds``
-    bounds how often one request may ask for input; ``max_outstanding`` bounds the
+    bounds how often one request may ask the client for input (the handler runs once more
+    with the last answers; asking again is -32603); ``max_outstanding`` bounds the
     server-to-client requests awaiting an answer per connection (one more fails the request
     that wanted it, as a client that cannot give input does). ``on_set_level(ctx, level)`` and
     ``on_subscribe(ctx, uri, subscribed)`` are optional callbacks for the application.
@@ -161,7 +163,7 @@ class LegacyEra:
         *,
         server_info: dict[str, Any] | None = None,
         request_timeout: float = 300.0,
-        max_rounds: int = 16,
+        max_rounds: int = MAX_INPUT_ROUNDS,
         max_outstanding: int = 64,
     ) -> None:
         self._host = host
@@ -374,11 +376,14 @@ class LegacyEra:
     async def _run_mrtr(
         self, method: Method, ctx: Context, session: LegacySession, params: dict[str, Any]
     ) -> dict[str, Any]:
-        """Run the handler; each time it asks for input, ask the client for real and re-run."""
-        for _ in range(self.max_rounds):
+        """Run the handler; each time it asks for input, ask the client for real and re-run
+        (at most ``max_rounds`` times)."""
+        for asked in itertools.count():
             try:
                 return await method.handler(ctx, params)
             except InputRequired as ir:
+                if asked >= self.max_rounds:
+                    break
                 requests = select_requests(ir, session.capabilities, session.version)
                 answers = await self._ask_client(ctx, session, requests)
                 ctx.input_responses = answers

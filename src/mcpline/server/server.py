@@ -34,29 +34,41 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Server:
     """An MCP server. Register tools with `tool`, then `run()`.
 
-    ``page_size`` bounds list pages; ``list_ttl_ms``/``cache_scope`` are the caching hints
-    on list results (``read_ttl_ms``/``read_cache_scope`` those of ``resources/read``);
-    ``max_in_flight`` pauses reading when that many requests are running;
-    ``shutdown_grace`` is how long in-flight work may finish after stdin closes;
-    ``max_outbound_bytes`` bounds what waits for a peer that does not read (see
-    `mcpline.server.outbound`);
-    ``lifespan`` is an async context manager factory whose value handlers see as
-    ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is entered).
-    ``state_key``/``state_ttl`` seal MRTR ``requestState``, accepted once each unless
-    ``state_single_use=False``; pass a shared `NonceLedger` there for replicas (see
-    `mcpline.protocol.state`);
-    ``legacy`` also serves clients that open with ``initialize`` (see `mcpline.server.legacy`).
-    ``strict_arguments`` is every tool's default for ``strict`` (see `tool`).
-    ``bus`` carries list changes and resource updates to the other processes of this server
-    (see `mcpline.server.bus`); without one they reach this process's peers only
-    (`mcpline.server.scale_out` gives a server both after construction, before it serves).
-    ``task_store`` keeps tasks (the tasks extension, see `mcpline.server.tasks`): a store,
-    or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default ``$MCPLINE_TASK_STORE``, else
-    memory); passing one also advertises the extension. A task lives ``task_ttl_ms`` (None:
-    no limit) and clients are asked to poll every ``task_poll_interval_ms``. ``task_quota``
-    bounds what tasks keep per principal and in all (a `mcpline.server.task_quota.TaskQuota`
-    or its spec; default ``$MCPLINE_TASK_QUOTA``, else the defaults).
-    The options are kept in `options`.
+    Its options, by what they are about (all keyword-only but ``name`` and ``version``; kept
+    in `options`):
+
+    * **Who it is** (``server/discover``, ``initialize``): ``name``, ``version``, ``title``,
+      ``description``, ``instructions``, ``website_url``, ``icons``;
+      ``server_info_in_results`` adds ``serverInfo`` to each result's ``_meta``.
+    * **Lists and caching**: ``page_size`` bounds list pages; ``list_ttl_ms`` and
+      ``cache_scope`` are the caching hints of list results, ``read_ttl_ms`` and
+      ``read_cache_scope`` those of ``resources/read``, ``discover_ttl_ms`` that of
+      ``server/discover``.
+    * **Limits and shutdown**: ``max_in_flight`` pauses reading when that many requests
+      are running; ``max_line_bytes`` is the longest line read; ``max_outbound_bytes``
+      bounds what waits for a peer that does not read (see `mcpline.server.outbound`);
+      ``sync_workers`` threads run ``def`` handlers; ``shutdown_grace`` is how long in-flight work
+      may finish after stdin closes.
+    * **Lifespan**: ``lifespan`` is an async context manager factory whose value handlers
+      see as ``ctx.lifespan`` (requests other than ``server/discover`` wait until it is
+      entered).
+    * **Input rounds (MRTR)**: ``state_key`` and ``state_ttl`` seal ``requestState``,
+      accepted once each unless ``state_single_use=False``; pass a shared `NonceLedger`
+      there for replicas (see `mcpline.protocol.state`).
+    * **Eras and arguments**: ``legacy`` also serves clients that open with ``initialize``
+      (see `mcpline.server.legacy`); ``strict_arguments`` is every tool's default for
+      ``strict`` (see `tool`).
+    * **Several processes**: ``bus`` carries list changes and resource updates to the other
+      processes of this server (see `mcpline.server.bus`); without one they reach this
+      process's peers only (`mcpline.server.scale_out` gives a server both after
+      construction, before it serves).
+    * **Tasks** (the tasks extension, see `mcpline.server.tasks`): ``task_store`` keeps
+      them: a store, or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default
+      ``$MCPLINE_TASK_STORE``, else memory); passing one also advertises the extension. A
+      task lives ``task_ttl_ms`` (None: no limit) and clients are asked to poll every
+      ``task_poll_interval_ms``. ``task_quota`` bounds what tasks keep per principal and in
+      all (a `mcpline.server.task_quota.TaskQuota` or its spec; default
+      ``$MCPLINE_TASK_QUOTA``, else the defaults).
     """
 
     def __init__(

@@ -55,11 +55,13 @@ def parse_bind(text: str) -> tuple[str, int]:
     else:
         host, sep, port_text = value.rpartition(":")
         if not sep or not host:
-            raise HttpError(f"bad address {text!r}: expected HOST:PORT or PORT")
+            raise HttpError(
+                f"bad address {text!r}: expected HOST:PORT or PORT (served at http://HOST:PORT/mcp)"
+            )
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]
     if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
-        raise HttpError(f"bad address {text!r}: the port must be 0-65535")
+        raise HttpError(f"bad address {text!r}: the port must be 0-65535 (HOST:PORT)")
     return canonical_host(host), int(port_text)
 
 
