@@ -9,7 +9,7 @@ methods) and judges every line the same way: the bytes the server writes go thro
 The server file is imported under a private module name (its ``__main__`` block does not
 run) and its module-level ``server`` is served through the real
 `mcpline.server.connection.Connection` on an event loop in a background thread, wired as
-`mcpline.transports.stdio.serve_fds` wires it: inside ``server._services.running()`` (the
+`mcpline.transports.stdio.serve_fds` wires it: inside ``server.runtime.services.running()`` (the
 lifespan hook and the worker threads), read pausing honoured, ``eof_received`` when the test
 closes "stdin", then ``await conn.close()`` before the output ends.
 
@@ -155,7 +155,7 @@ class MemoryServer(proc.ServerProcess):
 
     async def _serve(self) -> None:
         server = self.server
-        async with server._services.running():
+        async with server.runtime.services.running():
             conn = Connection(
                 server,
                 self._output.put,

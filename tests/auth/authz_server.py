@@ -182,6 +182,7 @@ def main() -> None:
     app = AuthServer()
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # before "listening on": a client may connect as soon as it reads that
     app.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     server = uvicorn.Server(config)

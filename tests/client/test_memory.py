@@ -126,10 +126,10 @@ def test_calls_run_side_by_side_and_a_timeout_cancels_on_the_server() -> None:
             assert asyncio.get_running_loop().time() - started < 5  # not 20 × 300 ms (6 s)
             with pytest.raises(RequestTimeout):
                 await client.call_tool("nap", {"ms": 5000}, timeout=0.2)
-            [peer] = server._engine.peers
+            [peer] = server.runtime.engine.peers
             await asyncio.sleep(0.05)
             assert not peer.inflight  # the cancellation reached the engine
-        assert not server._engine.peers  # closing ended the server's connection
+        assert not server.runtime.engine.peers  # closing ended the server's connection
 
     run(main())
 

@@ -86,8 +86,8 @@ class RecordingBus:
 
 def recording_engine(server: Server) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
-    server._engine.list_changed = lambda kind: seen.append(("list", kind))  # type: ignore[method-assign]
-    server._engine.resource_updated = lambda uri: seen.append(("uri", uri))  # type: ignore[method-assign]
+    server.runtime.engine.list_changed = lambda kind: seen.append(("list", kind))  # type: ignore[method-assign]
+    server.runtime.engine.resource_updated = lambda uri: seen.append(("uri", uri))  # type: ignore[method-assign]
     return seen
 
 
@@ -152,7 +152,7 @@ def test_the_bus_runs_with_the_services() -> None:
     seen = recording_engine(server)
 
     async def main() -> None:
-        async with server._services.running():
+        async with server.runtime.services.running():
             assert bus.deliver is not None and bus.scope == "named"
             bus.deliver(Change("list_changed", "tools"))
         assert bus.closed == 1

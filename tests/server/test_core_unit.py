@@ -84,7 +84,7 @@ def test_in_flight_limit_queues_in_order_and_pauses_reading() -> None:
         server = make_server(2)
         out: list[dict[str, Any]] = []
         events: list[str] = []
-        async with server._services.running():
+        async with server.runtime.services.running():
             conn = Connection(
                 server,
                 lambda b: out.extend(json.loads(x) for x in b.splitlines()),
@@ -121,7 +121,7 @@ def test_output_backpressure_pauses_reading() -> None:
         server = make_server(100)
         out: list[bytes] = []
         events: list[str] = []
-        async with server._services.running():
+        async with server.runtime.services.running():
             conn = Connection(
                 server,
                 lambda b: out.extend(b.splitlines()),
@@ -147,7 +147,7 @@ def test_close_cancels_after_grace_and_drops_queued() -> None:
     async def main() -> None:
         server = make_server(1)
         out: list[bytes] = []
-        async with server._services.running():
+        async with server.runtime.services.running():
             conn = Connection(server, out.append)
             conn.data_received(call("slow", 5000) + call("queued", 1))
             loop = asyncio.get_running_loop()
@@ -166,7 +166,7 @@ def test_write_failure_begins_shutdown_quietly() -> None:
         def broken(_: bytes) -> None:
             raise BrokenPipeError
 
-        async with server._services.running():
+        async with server.runtime.services.running():
             conn = Connection(server, broken)
             conn.data_received(b"not json\n")
             assert conn.write_failed and conn.closing.is_set()

@@ -80,7 +80,7 @@ def test_one_request_is_its_notifications_then_one_response() -> None:
         server = make_server()
         peer = RecordingPeer()
         exchange = Exchange(request(1, "steps", {"n": 3}, progressToken="t"), peer)
-        server._engine.start(exchange)
+        server.runtime.engine.start(exchange)
         assert exchange.task is not None
         await exchange.task
         kinds = [k for k, _ in peer.messages[1]]
@@ -98,7 +98,7 @@ def test_a_refused_request_is_answered_at_once_and_never_runs() -> None:
         server = make_server()
         peer = RecordingPeer()
         exchange = Exchange(Request(2, "tools/call", {"name": "steps"}), peer)  # no _meta
-        server._engine.start(exchange)
+        server.runtime.engine.start(exchange)
         assert exchange.task is None and exchange.phase is Phase.ANSWERED
         [(kind, reply)] = peer.messages[2]
         assert kind is Kind.REPLY and reply["error"]["code"] == -32602
@@ -112,7 +112,7 @@ def test_a_cancelled_exchange_writes_nothing_more() -> None:
         server = make_server()
         peer = RecordingPeer()
         exchange = Exchange(request(3, "forever", {}), peer)
-        server._engine.start(exchange)
+        server.runtime.engine.start(exchange)
         await asyncio.sleep(0.01)
         assert exchange.cancel() and not exchange.cancel()
         assert exchange.task is not None
@@ -134,7 +134,7 @@ def test_an_answered_request_is_freed_without_the_cycle_collector() -> None:
         gc.disable()
         try:
             exchange = Exchange(request(4, "steps", {"n": 1}), peer)
-            server._engine.start(exchange)
+            server.runtime.engine.start(exchange)
             task = exchange.task
             assert task is not None
             await task

@@ -1,6 +1,7 @@
-"""A bus and a shared nonce ledger given after construction (`mcpline.server.scale_out`: `use_bus`,
-`use_nonce_ledger`, `attach` for ``--bus URL``/``$MCPLINE_BUS_URL``), and ``mcpline run FILE
---bus URL`` over stdio against a real redis-server."""
+"""A bus and a shared nonce ledger given after construction (``server.bus``,
+``server.nonce_ledger``; `mcpline.server.scale_out.attach` for ``--bus URL``/
+``$MCPLINE_BUS_URL``), and ``mcpline run FILE --bus URL`` over stdio against a real
+redis-server."""
 
 from __future__ import annotations
 
@@ -19,12 +20,8 @@ from mcpline.server.scale_out import (
     BUS_ENV,
     attach,
     attach_from_env,
-    bus_of,
     check_url,
-    ledger_of,
     missing,
-    use_bus,
-    use_nonce_ledger,
 )
 
 from ..proc import FIXTURES, ServerProcess
@@ -35,38 +32,38 @@ MCPLINE = str(Path(sys.executable).parent / "mcpline")
 URL = "redis://127.0.0.1:6399/0"
 
 
-def test_use_bus_before_serving_is_as_the_constructor() -> None:
+def test_a_bus_set_before_serving_is_as_the_constructor() -> None:
     server = Server("late")
-    assert bus_of(server) is None
+    assert server.bus is None
     bus = RecordingBus()
-    use_bus(server, bus)
-    assert bus_of(server) is bus
+    server.bus = bus
+    assert server.bus is bus
     server.add_tool(lambda: "x", name="x", description="x")
     assert bus.published == [Change("list_changed", "tools")]
 
     async def main() -> None:
-        async with server._services.running():
+        async with server.runtime.services.running():
             assert bus.deliver is not None and bus.scope == "late"
             with pytest.raises(RuntimeError, match="while it serves"):
-                use_bus(server, None)
+                server.bus = None
             with pytest.raises(RuntimeError, match="while it serves"):
-                use_nonce_ledger(server, None)
+                server.nonce_ledger = None
         assert bus.closed == 1
 
     asyncio.run(main())
-    use_bus(server, None)  # stopped: may change again
-    assert bus_of(server) is None
+    server.bus = None  # stopped: may change again
+    assert server.bus is None
 
 
-def test_use_nonce_ledger_replaces_the_default() -> None:
+def test_a_nonce_ledger_set_replaces_the_default() -> None:
     server = Server("s")
-    assert isinstance(ledger_of(server), MemoryNonceLedger)
+    assert isinstance(server.nonce_ledger, MemoryNonceLedger)
     ledger = MemoryNonceLedger()
-    use_nonce_ledger(server, ledger)
-    assert ledger_of(server) is ledger
-    use_nonce_ledger(server, None)
-    assert ledger_of(server) is None
-    assert ledger_of(Server("t", state_single_use=False)) is None
+    server.nonce_ledger = ledger
+    assert server.nonce_ledger is ledger
+    server.nonce_ledger = None
+    assert server.nonce_ledger is None
+    assert Server("t", state_single_use=False).nonce_ledger is None
 
 
 def test_attach_gives_what_is_missing_and_keeps_what_the_file_set() -> None:
@@ -74,33 +71,33 @@ def test_attach_gives_what_is_missing_and_keeps_what_the_file_set() -> None:
     assert missing(plain) == ["bus", "ledger"]
     done = attach(plain, URL)
     assert done.bus and done.ledger
-    assert isinstance(bus_of(plain), RedisBus) and bus_of(plain).url == URL
-    assert isinstance(ledger_of(plain), RedisNonceLedger) and ledger_of(plain).url == URL
+    assert isinstance(plain.bus, RedisBus) and plain.bus.url == URL
+    assert isinstance(plain.nonce_ledger, RedisNonceLedger) and plain.nonce_ledger.url == URL
     assert missing(plain) == []
 
     own = RecordingBus()
     with_bus = Server("own", bus=own)
     done = attach(with_bus, URL)
-    assert not done.bus and done.ledger and bus_of(with_bus) is own
+    assert not done.bus and done.ledger and with_bus.bus is own
     assert missing(with_bus) == []
 
     ledger = RedisNonceLedger("redis://elsewhere:6379/1")
     with_ledger = Server("ledger", state_single_use=ledger)
     assert missing(with_ledger) == ["bus"]
     done = attach(with_ledger, URL)
-    assert done.bus and not done.ledger and ledger_of(with_ledger) is ledger
+    assert done.bus and not done.ledger and with_ledger.nonce_ledger is ledger
 
     reusable = Server("reusable", state_single_use=False)  # no ledger, by choice: kept
     assert missing(reusable) == ["bus"]
-    assert not attach(reusable, URL).ledger and ledger_of(reusable) is None
+    assert not attach(reusable, URL).ledger and reusable.nonce_ledger is None
 
 
 def test_attach_from_env() -> None:
     server = Server("env")
-    assert attach_from_env(server, {}) is None and bus_of(server) is None
-    assert attach_from_env(server, {BUS_ENV: ""}) is None and bus_of(server) is None
+    assert attach_from_env(server, {}) is None and server.bus is None
+    assert attach_from_env(server, {BUS_ENV: ""}) is None and server.bus is None
     done = attach_from_env(server, {BUS_ENV: URL})
-    assert done is not None and done.bus and isinstance(bus_of(server), RedisBus)
+    assert done is not None and done.bus and isinstance(server.bus, RedisBus)
 
 
 @pytest.mark.parametrize(

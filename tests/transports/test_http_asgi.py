@@ -314,7 +314,7 @@ def test_shutdown_answers_open_listens_with_their_completion() -> None:
         result = frames[-1]["result"]
         assert result["resultType"] == "complete"
         assert result["_meta"]["io.modelcontextprotocol/subscriptionId"] == 9
-        assert not app.posts and not app.server._engine.peers
+        assert not app.posts and not app.server.runtime.engine.peers
 
     run(go())
 

@@ -13,6 +13,7 @@ new one).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -50,7 +51,7 @@ class BridgeServer(Server):
             sync_workers=1,
         )
         self.backend = backend
-        self._engine = backend.engine
+        self.runtime = dataclasses.replace(self.runtime, engine=backend.engine)
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """The bridge as an ASGI app (`BridgeApp`); ``options`` are `HttpApp`'s."""

@@ -59,7 +59,7 @@ class MemoryChannel:
         from ..server.connection import Connection
 
         chan = cls(session, label)
-        await chan._stack.enter_async_context(server._services.running())
+        await chan._stack.enter_async_context(server.runtime.services.running())
         chan._conn = Connection(server, chan._to_client, name=label)
         chan._watch = chan.loop.create_task(chan._until_closed(chan._conn))
         session.channel = chan

@@ -76,7 +76,7 @@ class _TaskPeer:
         except msgspec.DecodeError:
             return False
         if type(msg) is dict and msg.get("method") == PROGRESS:
-            self._manager._progress(self._task_id, msg.get("params") or {})
+            self._manager.progress(self._task_id, msg.get("params") or {})
         return True
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -296,7 +296,8 @@ class TaskRuns:
 
     # --- progress as statusMessage --------------------------------------------------------
 
-    def _progress(self, task_id: str, params: dict[str, Any]) -> None:
+    def progress(self, task_id: str, params: dict[str, Any]) -> None:
+        """A task run's progress notification, kept as its ``statusMessage``."""
         progress, total = params.get("progress"), params.get("total")
         message = params.get("message")
         count = f"{progress:g}" + (f"/{total:g}" if isinstance(total, (int, float)) else "")

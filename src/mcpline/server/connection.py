@@ -47,7 +47,7 @@ class Connection:
         max_line_bytes: int | None = None,
     ) -> None:
         options = server.options
-        self._engine = server._engine
+        self._engine = server.runtime.engine
         self.loop = asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
         self.name = name

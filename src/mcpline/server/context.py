@@ -160,6 +160,12 @@ class Context(Generic[LifespanT]):
     # --- the request ------------------------------------------------------------------------
 
     @property
+    def exchange(self) -> Exchange:
+        """The engine's exchange this context serves: its request, peer and binding (what
+        framework features such as listens and legacy sessions work with)."""
+        return self._exchange
+
+    @property
     def legacy(self) -> bool:
         """Whether this request belongs to a legacy (``initialize``) session."""
         return self.legacy_version is not None
@@ -317,10 +323,25 @@ class Context(Generic[LifespanT]):
     def ask_all(
         self, requests: dict[str, InputRequest], state: Any = MISSING
     ) -> dict[str, dict[str, Any]]:
-        """Answers to every request, or raise `InputRequired` for all of them."""
-        from .mrtr import ask_all
+        """Answers to every request, or raise `InputRequired` for all of them (see
+        `mcpline.server.mrtr.ask_all`). An answer from an earlier round of the same request
+        counts: it is kept in the sealed state (`carry`), checked when it came."""
+        from .mrtr import InputRequired, check_answer
 
-        return ask_all(self, requests, state)
+        got: dict[str, dict[str, Any]] = {}
+        for key, request in requests.items():
+            answer = self.input_responses.get(key)
+            if answer is None:
+                kept = self._answer_kept(key)
+                if kept is not None:
+                    got[key] = kept
+                continue
+            check_answer(key, request, answer)
+            got[key] = answer
+            self._keep_answer(key, answer)
+        if len(got) == len(requests):
+            return got
+        raise InputRequired(requests, self.state if state is MISSING else state)
 
     @overload
     def elicit(

@@ -459,7 +459,7 @@ class LegacyEra:
         ``notifications/cancelled``; a timeout does the same and raises `ClientInputError`,
         as do ``max_outstanding`` requests already waiting and a client that is not reading.
         """
-        exchange = ctx._exchange
+        exchange = ctx.exchange
         peer = exchange.peer
         if len(session.pending) >= self.max_outstanding:
             raise ClientInputError(

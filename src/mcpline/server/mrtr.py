@@ -388,20 +388,7 @@ def ask_all(
 
     An answer given in an earlier round of the same request counts: the framework keeps the
     answers in the sealed state (`Context.carry`), so questions can follow one another."""
-    got: dict[str, dict[str, Any]] = {}
-    for key, request in requests.items():
-        answer = ctx.input_responses.get(key)
-        if answer is None:
-            kept = ctx._answer_kept(key)  # answered in an earlier round (and checked then)
-            if kept is not None:
-                got[key] = kept
-            continue
-        check_answer(key, request, answer)
-        got[key] = answer
-        ctx._keep_answer(key, answer)  # carried to later rounds in the sealed state
-    if len(got) == len(requests):
-        return got
-    raise InputRequired(requests, ctx.state if state is MISSING else state)
+    return ctx.ask_all(dict(requests), state)
 
 
 # --- the modern flow ------------------------------------------------------------------------

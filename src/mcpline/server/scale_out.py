@@ -2,9 +2,9 @@
 construction, from one URL for deployments (``mcpline run FILE --bus redis://HOST:PORT/DB`` or
 ``$MCPLINE_BUS_URL``).
 
-`use_bus` and `use_nonce_ledger` do what ``Server(bus=...)`` and
-``Server(state_single_use=ledger)`` do, on a server that exists already (one imported from a
-file) and does not serve yet; `bus_of` and `ledger_of` say what it has.
+A server that exists already (one imported from a file) and does not serve yet takes them as
+``server.bus = ...`` and ``server.nonce_ledger = ...``, as ``Server(bus=...)`` and
+``Server(state_single_use=ledger)`` would.
 
 `attach` gives a server that lacks them a `RedisBus` (list changes and resource updates cross
 processes) and a `RedisNonceLedger` (a ``requestState`` opens once across processes) on that
@@ -25,8 +25,6 @@ from urllib.parse import urlsplit
 from ..protocol.state import MemoryNonceLedger
 
 if TYPE_CHECKING:
-    from ..protocol.state import NonceLedger
-    from .bus import NotificationBus
     from .server import Server
 
 BUS_ENV = "MCPLINE_BUS_URL"
@@ -42,28 +40,6 @@ class Attached:
     """The server had no bus and now has a `RedisBus`."""
     ledger: bool
     """Its process-local ledger was replaced by a `RedisNonceLedger`."""
-
-
-def bus_of(server: Server) -> NotificationBus | None:
-    """The server's notification bus; None: changes reach this process's peers only."""
-    return server._bus
-
-
-def use_bus(server: Server, bus: NotificationBus | None) -> None:
-    """Give ``server`` its bus after construction, as ``Server(bus=...)`` would. Only before it
-    serves: `RuntimeError` while it does."""
-    server._set_bus(bus)
-
-
-def ledger_of(server: Server) -> NonceLedger | None:
-    """Where the server records used ``requestState`` nonces (None: states are reusable)."""
-    return server._sealer.ledger
-
-
-def use_nonce_ledger(server: Server, ledger: NonceLedger | None) -> None:
-    """Replace the server's ledger, as ``Server(state_single_use=ledger)`` would (None: as
-    ``False``). Only before it serves: `RuntimeError` while it does."""
-    server._set_nonce_ledger(ledger)
 
 
 def check_url(url: str) -> str:
@@ -110,12 +86,12 @@ def attach(server: Server, url: str) -> Attached:
     from .redis_bus import RedisBus, RedisNonceLedger
 
     check_url(url)
-    bus = bus_of(server) is None
+    bus = server.bus is None
     if bus:
-        use_bus(server, RedisBus(url))
-    ledger = isinstance(ledger_of(server), MemoryNonceLedger)
+        server.bus = RedisBus(url)
+    ledger = isinstance(server.nonce_ledger, MemoryNonceLedger)
     if ledger:
-        use_nonce_ledger(server, RedisNonceLedger(url))
+        server.nonce_ledger = RedisNonceLedger(url)
     return Attached(bus, ledger)
 
 
@@ -130,9 +106,9 @@ def missing(server: Server) -> list[str]:
     changes of their own process), ``"ledger"`` (a ``requestState`` can be used once in
     each process)."""
     gaps = []
-    if bus_of(server) is None:
+    if server.bus is None:
         gaps.append("bus")
-    if isinstance(ledger_of(server), MemoryNonceLedger):
+    if isinstance(server.nonce_ledger, MemoryNonceLedger):
         gaps.append("ledger")
     return gaps
 
@@ -142,11 +118,7 @@ __all__ = [
     "attach_from_env",
     "Attached",
     "BUS_ENV",
-    "bus_of",
     "check_url",
-    "ledger_of",
     "missing",
     "SCHEMES",
-    "use_bus",
-    "use_nonce_ledger",
 ]

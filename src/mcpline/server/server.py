@@ -14,6 +14,7 @@ from .engine import Engine
 from .eras import ModernEra
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 from .registry import Registry
+from .runtime import Runtime
 from .scopes import check_scopes
 from .tools import Tool, make_tool
 
@@ -160,10 +161,10 @@ class Server:
             from .legacy import LegacyEra
 
             self._legacy = LegacyEra(self._dispatch)
-        self._engine = Engine(
-            ModernEra(self._dispatch), [] if self._legacy is None else [self._legacy]
-        )
-        self._dispatch.engine = self._engine
+        engine = Engine(ModernEra(self._dispatch), [] if self._legacy is None else [self._legacy])
+        self._dispatch.engine = engine
+        self.runtime = Runtime(engine, self._services, self.options, self.registry)
+        """What transports serve this server through (`mcpline.server.runtime`)."""
 
     @property
     def legacy(self) -> LegacyEra:
@@ -407,16 +408,29 @@ class Server:
 
         return register
 
-    # --- scale-out: the bus and the nonce ledger (public in mcpline.server.scale_out) ------
+    # --- scale-out: the bus and the nonce ledger (see mcpline.server.scale_out) -----------
 
-    def _set_bus(self, bus: NotificationBus | None) -> None:
-        """As ``Server(bus=...)``, after construction; `RuntimeError` while serving."""
+    @property
+    def bus(self) -> NotificationBus | None:
+        """The notification bus (``Server(bus=...)``) that carries list changes and resource
+        updates to this server's other processes; None: this process's peers only. Set it
+        before serving (`RuntimeError` while the server serves)."""
+        return self._bus
+
+    @bus.setter
+    def bus(self, bus: NotificationBus | None) -> None:
         self._services.set_bus(bus)
         self._bus = bus
 
-    def _set_nonce_ledger(self, ledger: NonceLedger | None) -> None:
-        """As ``Server(state_single_use=ledger)`` (None: ``False``); `RuntimeError` while
-        serving."""
+    @property
+    def nonce_ledger(self) -> NonceLedger | None:
+        """Where used ``requestState`` nonces are recorded (``Server(state_single_use=...)``;
+        None: a state may be replayed). Set it before serving (`RuntimeError` while the server
+        serves)."""
+        return self._sealer.ledger
+
+    @nonce_ledger.setter
+    def nonce_ledger(self, ledger: NonceLedger | None) -> None:
         if self._services.serving:
             raise RuntimeError("a server's nonce ledger cannot change while it serves")
         self._sealer.ledger = ledger
@@ -429,7 +443,7 @@ class Server:
         Listens that asked for it (and legacy sessions) are notified, here and, through the
         server's bus, in its other processes; safe from any thread.
         """
-        self._engine.list_changed(kind)
+        self.runtime.engine.list_changed(kind)
         if self._bus is not None:
             from .bus import Change
 
@@ -439,7 +453,7 @@ class Server:
         """Report that ``uri`` changed: ``notifications/resources/updated`` to every listen
         subscribed to it (or to a parent of it), and to legacy sessions subscribed to it,
         here and through the server's bus; safe to call from any thread."""
-        self._engine.resource_updated(uri)
+        self.runtime.engine.resource_updated(uri)
         if self._bus is not None:
             from .bus import Change
 
@@ -448,9 +462,9 @@ class Server:
     def _apply_change(self, change: Change) -> None:
         """A change another process published: tell this process's peers."""
         if change.kind == "resource_updated":
-            self._engine.resource_updated(change.value)
+            self.runtime.engine.resource_updated(change.value)
         elif self._dispatch.offers(change.value):
-            self._engine.list_changed(change.value)
+            self.runtime.engine.list_changed(change.value)
 
     # --- what we advertise ---------------------------------------------------------------
 

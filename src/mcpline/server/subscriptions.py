@@ -154,7 +154,7 @@ class Subscriptions:
         wanted_tasks = requested.get("taskIds") if isinstance(requested, dict) else None
         if wanted_tasks is not None and d.offers("tasks"):
             honoured["taskIds"] = await d.tasks.listen_ids(ctx, wanted_tasks)
-        exchange = ctx._exchange
+        exchange = ctx.exchange
         peer = exchange.peer
         table = self._table(peer)
         if len(table) >= self.max_per_connection:

@@ -338,7 +338,7 @@ async def serve_socket(
     def factory() -> _ServerProtocol:
         return _ServerProtocol(listener)
 
-    async with server._services.running():
+    async with server.runtime.services.running():
         if addr.kind == "unix":
             _remove_stale_socket(addr.path)
             old_umask = os.umask(0o177)  # the socket file is created 0600: owner only

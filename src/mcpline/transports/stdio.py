@@ -163,7 +163,7 @@ async def serve_fds(
     from ..server.connection import Connection
 
     loop = asyncio.get_running_loop()
-    async with server._services.running():
+    async with server.runtime.services.running():
         writer = Writer(out_fd)
         await writer.open()
         # Some loops (uvloop) deliver data while the reader is still being opened, so the

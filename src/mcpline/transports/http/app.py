@@ -156,7 +156,7 @@ class HttpApp:
         self.keepalive = keepalive
         self.replay_bytes = replay_bytes
         self.retry_ms = retry_ms
-        self.legacy = bool(server._engine.others)
+        self.legacy = bool(server.runtime.engine.others)
         """Whether the server serves legacy (initialize) sessions (`Server(legacy=...)`)."""
         self.allow = ALLOW if self.legacy else b"POST"
         """The methods this endpoint takes (its ``Allow`` header)."""
@@ -178,7 +178,7 @@ class HttpApp:
 
     @property
     def engine(self) -> Engine:
-        return self.server._engine
+        return self.server.runtime.engine
 
     def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
         """The ``x-mcp-header`` parameters of a tool (none for an unknown one)."""
@@ -193,7 +193,7 @@ class HttpApp:
             return
         stack = contextlib.AsyncExitStack()
         self._stack = stack
-        await stack.enter_async_context(self.server._services.running())
+        await stack.enter_async_context(self.server.runtime.services.running())
         self._expiry = asyncio.ensure_future(self.sessions.expire())
         for hook in self.on_startup:
             hook(self)
