@@ -10,8 +10,9 @@ Enable the plugin and name your server in ``conftest.py``::
         return server
 
 Then ask for ``mcp_client`` in async tests run by anyio's pytest plugin, marked
-``@pytest.mark.anyio``, or by pytest-asyncio in its auto mode, unmarked (docs/testing.md
-says why strict mode needs the anyio mark, and why not both)::
+``@pytest.mark.anyio``, or by pytest-asyncio, marked ``@pytest.mark.asyncio`` (strict mode)
+or unmarked (auto mode); the plugin that runs the test sets the fixture up, once
+(docs/testing.md)::
 
     @pytest.mark.anyio
     async def test_add(mcp_client: Client) -> None:
@@ -44,11 +45,61 @@ def mcp_server() -> Server:
     )
 
 
-@pytest.fixture
-async def mcp_client(mcp_server: Server) -> AsyncIterator[Client]:
-    """A client connected in memory to ``mcp_server``, closed after the test."""
-    async with Client.memory(mcp_server, timeout=TEST_TIMEOUT, max_timeout=TEST_TIMEOUT) as c:
+async def _connected(server: Server) -> AsyncIterator[Client]:
+    async with Client.memory(server, timeout=TEST_TIMEOUT, max_timeout=TEST_TIMEOUT) as c:
         yield c
 
 
-__all__ = ["TEST_TIMEOUT", "mcp_client", "mcp_server"]
+@pytest.fixture
+def mcp_client(request: pytest.FixtureRequest) -> Client:
+    """A client connected in memory to ``mcp_server``, closed after the test: set up once, on
+    the test's own event loop, by the plugin that runs the test (pytest-asyncio for a test it
+    marks ``asyncio``, in strict or auto mode; else anyio, for a test marked ``anyio``)."""
+    node = request.node
+    if _run_by_pytest_asyncio(node):
+        driver = "asyncio"
+    elif node.get_closest_marker("anyio") is not None:
+        driver = "anyio"
+    else:
+        raise pytest.UsageError(
+            f"mcpline.testing: {node.name} asks for mcp_client, which needs an async test run "
+            "by pytest-asyncio (@pytest.mark.asyncio, or asyncio_mode = auto) or by anyio "
+            "(@pytest.mark.anyio)"
+        )
+    client: Client = request.getfixturevalue(f"mcp_client_on_{driver}")
+    return client
+
+
+@pytest.fixture
+async def mcp_client_on_anyio(mcp_server: Server) -> AsyncIterator[Client]:
+    """`mcp_client` for a test that anyio's plugin runs."""
+    async for client in _connected(mcp_server):
+        yield client
+
+
+try:
+    import pytest_asyncio
+except ImportError:  # pytest-asyncio is not installed: anyio runs every async test
+
+    def _run_by_pytest_asyncio(item: pytest.Item) -> bool:
+        return False
+
+else:
+
+    def _run_by_pytest_asyncio(item: pytest.Item) -> bool:
+        return pytest_asyncio.is_async_test(item)
+
+    @pytest_asyncio.fixture
+    async def mcp_client_on_asyncio(mcp_server: Server) -> AsyncIterator[Client]:
+        """`mcp_client` for a test that pytest-asyncio runs (marked ``asyncio``, or any
+        async test in its auto mode)."""
+        async for client in _connected(mcp_server):
+            yield client
+
+
+__all__ = [
+    "TEST_TIMEOUT",
+    "mcp_client",
+    "mcp_client_on_anyio",
+    "mcp_server",
+]
