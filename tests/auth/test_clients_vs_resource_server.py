@@ -21,13 +21,6 @@ from .rs_util import Authz, audience, resource_server
 
 
 @pytest.fixture(scope="module")
-def authz() -> Iterator[Authz]:
-    server = Authz()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def rs(authz: Authz) -> Iterator[HttpServer]:
     port = free_port()
     aud = f"http://127.0.0.1:{port}/mcp"

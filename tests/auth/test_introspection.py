@@ -18,13 +18,6 @@ from .authz_server import RS_CLIENT_ID, RS_CLIENT_SECRET
 from .rs_util import Authz, audience, resource_server
 
 
-@pytest.fixture(scope="module")
-def authz() -> Iterator[Authz]:
-    server = Authz()
-    yield server
-    server.stop()
-
-
 def introspecting(authz: Authz, secret: str = RS_CLIENT_SECRET) -> HttpServer:
     port = free_port()
     spec = (

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -45,15 +44,6 @@ def mcpline_http(*flags: str, nofile: int | None = None) -> HttpServer:
     if nofile is not None:
         argv = [sys.executable, "-c", LIMIT_NOFILE, str(nofile), *argv]
     return HttpServer(argv)
-
-
-@pytest.fixture
-def stopped() -> Iterator[list[HttpServer]]:
-    """Servers to stop at the end of the test, whatever happens."""
-    servers: list[HttpServer] = []
-    yield servers
-    for server in servers:
-        server.stop()
 
 
 def memory(pid: int) -> dict[str, int]:

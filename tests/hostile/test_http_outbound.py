@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ..transports.http_util import MCPLINE, HttpServer, call, request_body
+from .test_http_connections import closed_by_server
 from .test_http_shares import modern
 
 MiB = 1024 * 1024
@@ -67,19 +68,6 @@ def stall(server: HttpServer, i: int, size: int) -> socket.socket:
     head.append(f"Content-Length: {len(body)}")
     s.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
     return s
-
-
-def closed_by_server(s: socket.socket) -> bool:
-    """Whether the server ended the connection (a reset, once what it sent is drained)."""
-    s.setblocking(False)
-    try:
-        while s.recv(1 << 20):
-            pass
-        return True
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
 
 
 @pytest.mark.linux_only(reason="reads the server's peak RSS from /proc")

@@ -17,9 +17,6 @@ import select
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-
-import pytest
 
 from ..proc import MODERN
 from ..transports.http_util import (
@@ -36,14 +33,6 @@ ATTACKER = "127.0.0.1"
 
 def victim(n: int) -> str:
     return f"127.0.0.{n + 1}"
-
-
-@pytest.fixture
-def stopped() -> Iterator[list[HttpServer]]:
-    servers: list[HttpServer] = []
-    yield servers
-    for server in servers:
-        server.stop()
 
 
 def serve(stopped: list[HttpServer], *flags: str) -> HttpServer:

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .dpop import ProofChecker
+from .dpop import ALGORITHMS, ProofChecker
 from .jwks import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, JwksCache, has_kid, kid_of
 from .tokens import DPOP, AccessToken, AuthRequest, Refused, credentials, unavailable
 
@@ -32,19 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.auth")
 
-JWT_ALGORITHMS = (
-    "RS256",
-    "RS384",
-    "RS512",
-    "PS256",
-    "PS384",
-    "PS512",
-    "ES256",
-    "ES384",
-    "ES512",
-    "EdDSA",
-)
-"""Signature algorithms accepted for access tokens (asymmetric only)."""
+JWT_ALGORITHMS = ALGORITHMS
+"""Signature algorithms accepted for access tokens: the asymmetric ones DPoP proofs use too."""
 AT_JWT_TYPES = (None, "JWT", "at+jwt", "application/at+jwt")
 """``typ`` values accepted (RFC 9068 asks for ``at+jwt``; many providers send ``JWT``)."""
 MAX_TOKEN_CHARS = 16 * 1024

@@ -222,35 +222,36 @@ class Shares:
     def admit(self, client: str, listen: bool) -> Refusal | None:
         """Count one request (a ``listen``, or not) of ``client``; or the refusal, counting
         nothing."""
-        refusal = (
+        used = self.requests.get(client, 0)
+        if (
+            self.in_progress < self.total
+            and used < self.per_client
+            and (not listen or self.listens.get(client, 0) < self.listens_per_client)
+        ):
+            self.in_progress += 1
+            self.requests[client] = used + 1
+            if listen:
+                self.listens[client] = self.listens.get(client, 0) + 1
+            return None
+        return (
             over_share(
                 "requests in progress", self.in_progress, self.total, "max_requests", client=False
             )
             or over_share(
                 "requests in progress",
-                self.requests.get(client, 0),
+                used,
                 self.per_client,
                 "max_requests_per_client",
                 client=True,
             )
-            or (
-                over_share(
-                    "listens open",
-                    self.listens.get(client, 0),
-                    self.listens_per_client,
-                    "max_listens_per_client",
-                    client=True,
-                )
-                if listen
-                else None
+            or over_share(
+                "listens open",
+                self.listens.get(client, 0),
+                self.listens_per_client,
+                "max_listens_per_client",
+                client=True,
             )
         )
-        if refusal is None:
-            self.in_progress += 1
-            self.requests[client] = self.requests.get(client, 0) + 1
-            if listen:
-                self.listens[client] = self.listens.get(client, 0) + 1
-        return refusal
 
     def release(self, client: str, listen: bool) -> None:
         """Give back what `admit` counted for one request."""

@@ -127,16 +127,21 @@ class Outbox:
         if self.closed:
             return False
         size = len(data)
-        action = decide(kind, self.size, size, self.limit)
         budget = self.budget
-        if (
-            action is Action.SEND
-            and budget is not None
-            and budget.held + size > budget.limit
-            and (kind is not Kind.REPLY or size >= DRAINED_WRITE)
+        if self.size + size <= self.limit and (
+            budget is None or budget.held + size <= budget.limit
         ):
-            budget.relieve(size, self)
-            action = decide(kind, budget.held, size, budget.limit)
+            action = Action.SEND  # the common case: room in both
+        else:
+            action = decide(kind, self.size, size, self.limit)
+            if (
+                action is Action.SEND
+                and budget is not None
+                and budget.held + size > budget.limit
+                and (kind is not Kind.REPLY or size >= DRAINED_WRITE)
+            ):
+                budget.relieve(size, self)
+                action = decide(kind, budget.held, size, budget.limit)
         if action is not Action.SEND:
             if action is Action.DROP:
                 self.dropped += 1
