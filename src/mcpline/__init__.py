@@ -1,4 +1,5 @@
-"""mcpline: the Model Context Protocol (2026-07-28) over stdio, Unix sockets and TCP.
+"""mcpline: the Model Context Protocol (2026-07-28, and 2025-11-25 beside it) over stdio, Unix
+sockets, TCP and Streamable HTTP.
 
 The errors load with the package; the server framework and the client load on first use of
 one of their names (``from mcpline import Server`` or ``mcpline.Client``), so that a client

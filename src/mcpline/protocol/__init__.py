@@ -1,4 +1,7 @@
-"""MCP protocol rules that sit on top of JSON-RPC: versions, `_meta`, capabilities."""
+"""MCP protocol rules that sit on top of JSON-RPC, shared by the server and the client:
+`_meta` and versions (`meta`), capabilities (`capabilities`), the HTTP headers a request
+mirrors (`headers`), sealed ``requestState`` (`state`), URI templates (`uritemplate`), and the
+bound on input rounds."""
 
 MAX_INPUT_ROUNDS = 8
 """Rounds of input one request may go through by default: the input-required results
