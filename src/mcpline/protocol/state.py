@@ -140,9 +140,10 @@ def resolve_key(key: bytes | str | None) -> tuple[bytes, bool]:
 def env_key_problem() -> str | None:
     """Why ``$MCPLINE_STATE_KEY`` cannot be used (set but too short), else None: for a
     command line to refuse it before it imports anything that would build a sealer."""
-    env = os.environ.get(STATE_KEY_ENV)
-    if env and len(env.encode("utf-8")) < MIN_KEY_BYTES:
-        return f"${STATE_KEY_ENV} must be at least {MIN_KEY_BYTES} bytes (it seals requestState)"
+    try:
+        resolve_key(None)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 

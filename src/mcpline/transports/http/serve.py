@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ...addresses import canonical_host, is_loopback
+from ...protocol.state import STATE_KEY_ENV, env_key_problem
 
 if TYPE_CHECKING:
     from ...server.server import Server
@@ -32,7 +33,6 @@ TARGET_ENV = "MCPLINE_HTTP_TARGET"
 """The ``FILE[:OBJECT]`` each worker imports (set by `serve_workers`)."""
 OPTIONS_ENV = "MCPLINE_HTTP_OPTIONS"
 """JSON of the `HttpApp` options each worker uses (set by `serve_workers`)."""
-STATE_KEY_ENV = "MCPLINE_STATE_KEY"
 DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds for a request's head (request line and headers) to arrive whole."""
 DEFAULT_IDLE_TIMEOUT = 5.0
@@ -336,12 +336,8 @@ def serve_workers(
             f"--workers {workers} needs ${STATE_KEY_ENV}: set it to one secret shared by every "
             "worker, so that a requestState sealed by one verifies on the others"
         )
-    from ...protocol.state import resolve_key
-
-    try:
-        resolve_key(None)
-    except ValueError as exc:
-        raise HttpError(str(exc)) from None
+    if (problem := env_key_problem()) is not None:
+        raise HttpError(problem)
     configure_logging()
     server = load(target)  # fail here, once, rather than in every worker
     connections, _ = _checked(
@@ -429,7 +425,6 @@ __all__ = [
     "serve",
     "serve_url",
     "serve_workers",
-    "STATE_KEY_ENV",
     "TARGET_ENV",
     "warn_if_exposed",
     "worker_app",
