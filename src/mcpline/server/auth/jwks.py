@@ -138,13 +138,22 @@ class JwksCache:
             if r.status_code != 200:
                 log.warning("JWKS fetch from %s answered %d", self.url, r.status_code)
                 raise KeysUnavailable(f"HTTP {r.status_code}")
-            body = bytearray()
-            async for chunk in r.aiter_bytes():
-                body += chunk
-                if len(body) > self.max_bytes:
-                    log.warning("JWKS at %s is over %d bytes", self.url, self.max_bytes)
-                    raise KeysUnavailable(f"over {self.max_bytes} bytes")
-            return bytes(body)
+            body = await read_capped(r, self.max_bytes)
+            if body is None:
+                log.warning("JWKS at %s is over %d bytes", self.url, self.max_bytes)
+                raise KeysUnavailable(f"over {self.max_bytes} bytes")
+            return body
+
+
+async def read_capped(response: httpx2.Response, limit: int) -> bytes | None:
+    """The body of ``response``, or None as soon as it passes ``limit`` bytes (the rest is
+    not read): what an identity provider sends is bounded like any peer's."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
 
 
 def has_kid(keys: KeySet, kid: str) -> bool:
@@ -156,4 +165,4 @@ def kid_of(header: dict[str, Any]) -> str | None:
     return kid if isinstance(kid, str) else None
 
 
-__all__ = ["JwksCache", "KeysUnavailable"]
+__all__ = ["JwksCache", "KeysUnavailable", "read_capped"]

@@ -24,7 +24,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .dpop import ALGORITHMS, ProofChecker
-from .jwks import DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_BYTES, JwksCache, has_kid, kid_of
+from .jwks import (
+    DEFAULT_FETCH_TIMEOUT,
+    DEFAULT_MAX_BYTES,
+    JwksCache,
+    has_kid,
+    kid_of,
+    read_capped,
+)
 from .tokens import DPOP, AccessToken, AuthRequest, Refused, credentials, unavailable
 
 if TYPE_CHECKING:
@@ -318,12 +325,10 @@ class IntrospectionVerifier(Verifier):
             if r.status_code != 200:
                 log.warning("introspection at %s answered %d", self.url, r.status_code)
                 raise _unavailable(f"HTTP {r.status_code}")
-            body = bytearray()
-            async for chunk in r.aiter_bytes():
-                body += chunk
-                if len(body) > self.max_bytes:
-                    raise _unavailable(f"over {self.max_bytes} bytes")
-            return bytes(body)
+            body = await read_capped(r, self.max_bytes)
+            if body is None:
+                raise _unavailable(f"over {self.max_bytes} bytes")
+            return body
 
 
 def _unavailable(why: str) -> Refused:
