@@ -213,22 +213,29 @@ def test_the_bridges_secrets_never_reach_its_child(
     assert TOKEN not in json.dumps(seen) and STATE_KEY not in json.dumps(seen)
 
 
-def test_a_short_token_in_the_environment_is_a_usage_error(
-    leaky: tuple[list[str], dict[str, str], Path],
-) -> None:
-    server, env, _state = leaky
-    argv = [*MCPLINE, "bridge", "--http", "127.0.0.1:0", "--", *server]
+def usage_error(args: list[str], **env: str) -> str:
+    """The stderr of ``mcpline ARGS`` (with ``env`` added), which must end as a usage error:
+    exit status 2, one message and no traceback, nothing on stdout."""
     done = subprocess.run(
-        argv,
-        env={**os.environ, **env, "MCPLINE_BRIDGE_TOKEN": "abc"},
+        [*MCPLINE, *args],
+        env={**os.environ, **env},
         capture_output=True,
         text=True,
         timeout=60,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2, done.stderr
-    assert "$MCPLINE_BRIDGE_TOKEN" in done.stderr and "at least 16" in done.stderr
-    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert "Traceback" not in done.stderr and done.stdout == "", done.stderr
+    return done.stderr
+
+
+def test_a_short_token_in_the_environment_is_a_usage_error(
+    leaky: tuple[list[str], dict[str, str], Path],
+) -> None:
+    server, env, _state = leaky
+    args = ["bridge", "--http", "127.0.0.1:0", "--", *server]
+    stderr = usage_error(args, **env, MCPLINE_BRIDGE_TOKEN="abc")
+    assert "$MCPLINE_BRIDGE_TOKEN" in stderr and "at least 16" in stderr
 
 
 @pytest.mark.parametrize(
@@ -242,18 +249,8 @@ def test_a_short_token_in_the_environment_is_a_usage_error(
     ids=["workers", "http", "stdio", "bridge"],
 )
 def test_a_short_state_key_is_a_usage_error(args: list[str]) -> None:
-    argv = [*MCPLINE, *args]
-    done = subprocess.run(
-        argv,
-        env={**os.environ, "MCPLINE_STATE_KEY": "short"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2, done.stderr
-    assert "at least 16 bytes" in done.stderr and "MCPLINE_STATE_KEY" in done.stderr
-    assert "Traceback" not in done.stderr
+    stderr = usage_error(args, MCPLINE_STATE_KEY="short")
+    assert "at least 16 bytes" in stderr and "MCPLINE_STATE_KEY" in stderr
 
 
 def _events(directory: Path, key: str) -> list[str]:
@@ -308,14 +305,8 @@ def test_a_never_ending_upstream_stream_ends_at_the_call_timeout() -> None:
 
 
 def test_the_call_timeout_must_be_positive() -> None:
-    done = subprocess.run(
-        [*MCPLINE, "bridge", "--http", "127.0.0.1:0", "--call-timeout", "0", "--", "true"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2 and "--call-timeout" in done.stderr, done.stderr
+    args = ["bridge", "--http", "127.0.0.1:0", "--call-timeout", "0", "--", "true"]
+    assert "--call-timeout" in usage_error(args)
 
 
 # --- M7: sessions are processes: bounded per client, in number and in rate ----------------

@@ -87,7 +87,8 @@ def test_readers_that_never_read_hold_at_most_the_outbound_budget(
                 == 200
             )
         peak = peak_rss(server.proc.pid)
-        assert peak < 300 * MiB, f"peak RSS {peak / MiB:.0f} MiB"
+        # 310 MiB without the budget (each stalled answer held); 133 MiB measured with it.
+        assert peak < 220 * MiB, f"peak RSS {peak / MiB:.0f} MiB"
         deadline = time.monotonic() + 60  # the write deadline ends every stalled connection
         while not all(closed_by_server(s) for s in stalled):
             assert time.monotonic() < deadline, "a stalled connection was never closed"

@@ -194,5 +194,5 @@ def test_server_run_takes_an_http_url() -> None:
         ("localhost", False),
     ],
 )
-def test_a_bind_on_every_interface_is_named_in_a_warning(host: str, warned: bool) -> None:
+def test_a_bind_beyond_loopback_is_named_in_a_warning(host: str, warned: bool) -> None:
     assert (exposure_warning(host) is not None) is warned
