@@ -8,7 +8,6 @@ import os
 import sys
 from typing import Any
 
-from ..server.auth.config import AUTH_ENV
 from ..server.loading import load_server, load_worker_app
 
 SOCKET_OPTIONS = (
@@ -313,6 +312,8 @@ def run_http(args: argparse.Namespace) -> int:
     sys.stdout = sys.stderr
     try:
         host, port = parse_bind(args.http)
+        from ..server.auth.config import AUTH_ENV
+
         spec = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
         if spec:
             options.update(auth_options(spec, host, port, workers))
@@ -337,7 +338,7 @@ def run_http(args: argparse.Namespace) -> int:
 def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
     """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
     metadata here, and build the verifier from ``$MCPLINE_AUTH``); SystemExit(2) if bad."""
-    from ..server.auth.config import AuthConfig
+    from ..server.auth.config import AUTH_ENV, AuthConfig
 
     name = f"[{host}]" if ":" in host else host
     default = f"http://{name}:{port}/mcp" if port else None

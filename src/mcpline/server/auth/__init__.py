@@ -1,12 +1,43 @@
 """A resource server for `mcpline.http_app`: JWT (JWKS) and introspection verifiers, DPoP
-proofs, and the principal they produce. See docs/auth.md."""
+proofs, and the principal they produce. See docs/auth.md.
+
+The names load on first use, so that a server whose tools declare ``scopes=`` (which reads
+`tokens` only) does not import the verifiers, JOSE or an HTTP client at start-up."""
 
 from __future__ import annotations
 
-from .dpop import ProofChecker
-from .jwks import JwksCache, KeysUnavailable
-from .tokens import AccessToken, AuthRequest, Refused, scopes_of
-from .verifiers import IntrospectionVerifier, JWTVerifier, Verifier
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .dpop import ProofChecker
+    from .jwks import JwksCache, KeysUnavailable
+    from .tokens import AccessToken, AuthRequest, Refused, scopes_of
+    from .verifiers import IntrospectionVerifier, JWTVerifier, Verifier
+
+_LAZY = {
+    "AccessToken": ".tokens",
+    "AuthRequest": ".tokens",
+    "IntrospectionVerifier": ".verifiers",
+    "JwksCache": ".jwks",
+    "JWTVerifier": ".verifiers",
+    "KeysUnavailable": ".jwks",
+    "ProofChecker": ".dpop",
+    "Refused": ".tokens",
+    "scopes_of": ".tokens",
+    "Verifier": ".verifiers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AccessToken",
