@@ -30,6 +30,7 @@ from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier
 from .security import check_metadata as _check_metadata
+from .timers import FixedDelayTimers
 
 if TYPE_CHECKING:
     from ...server.engine import Engine
@@ -146,6 +147,11 @@ class HttpApp:
         """Bytes of request bodies held at once, across every request (``max_body_total_bytes``)."""
         self.max_header_bytes = max_header_bytes
         self.body_timeout = body_timeout
+        self.body_deadlines = FixedDelayTimers(body_timeout)
+        """The ``body_timeout`` of every body being read."""
+        self.watch_after = FixedDelayTimers(modern.WATCH_AFTER)
+        """When each 2026-07-28 request still running begins to watch for its client's
+        disconnection."""
         self.outbound = sse.OutboundBudget(max_outbound_total_bytes)
         """Bytes waiting to be written to clients, every response's
         (``max_outbound_total_bytes``)."""
@@ -351,7 +357,7 @@ class HttpApp:
                 return
             try:
                 data = await respond.read_body(
-                    receive, self.max_body_bytes, self.body_timeout, hold
+                    receive, self.max_body_bytes, hold, self.body_deadlines
                 )
             except respond.Disconnected:
                 return

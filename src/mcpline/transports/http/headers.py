@@ -14,6 +14,7 @@ import base64
 import binascii
 import decimal
 import functools
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -80,31 +81,36 @@ class HeaderError(ValueError):
 class Headers:
     """The request headers of an ASGI scope: lower-case names, latin-1 values."""
 
-    __slots__ = ("_values", "size")
+    __slots__ = ("_repeated", "_values", "size")
 
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        values: dict[str, list[str]] = {}
-        size = 0
-        for name, value in raw:
-            size += len(name) + len(value) + 4
-            values.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
+        if not isinstance(raw, (list, tuple)):
+            raw = list(raw)
+        values = {n.decode("latin-1").lower(): v.decode("latin-1") for n, v in raw}
+        repeated: dict[str, list[str]] = {}
+        if len(values) != len(raw):  # a name sent more than once: keep every value
+            for name, value in raw:
+                key = name.decode("latin-1").lower()
+                repeated.setdefault(key, []).append(value.decode("latin-1"))
+            repeated = {k: v for k, v in repeated.items() if len(v) > 1}
+            values.update((k, ", ".join(v)) for k, v in repeated.items())
         self._values = values
-        self.size = size
+        """Each name's value, repeated fields joined by commas (RFC 9110, section 5.3)."""
+        self._repeated = repeated
+        """The names sent more than once, with each of their values."""
+        self.size = sum(map(len, itertools.chain.from_iterable(raw))) + 4 * len(raw)
         """Bytes of the header block, roughly as sent (name, ``: ``, value, CRLF)."""
 
     def get(self, name: str) -> str | None:
         """The value of ``name`` with repeated fields joined by commas (RFC 9110, section 5.3)."""
-        found = self._values.get(name)
-        return None if found is None else ", ".join(found)
+        return self._values.get(name)
 
     def one(self, name: str) -> str | None:
         """The single value of ``name``, OWS-trimmed; `HeaderError` when it is repeated."""
-        found = self._values.get(name)
-        if found is None:
-            return None
-        if len(found) > 1:
+        if name in self._repeated:
             raise HeaderError(f"the {name} header is repeated")
-        return found[0].strip(_OWS)
+        found = self._values.get(name)
+        return None if found is None else found.strip(_OWS)
 
     def __contains__(self, name: str) -> bool:
         return name in self._values

@@ -157,16 +157,16 @@ async def serve(
 
     # Most requests are answered within WATCH_AFTER: they never pay for a watcher task.
     watcher = respond.Watcher(receive, disconnected)
-    later: asyncio.TimerHandle | None = None
+    later: int | None = None
     app.open_post(peer)
     try:
         app.engine.start(exchange)
         if outbox.ready.is_set():
             items: list[sse.Item] | None = outbox.take()
         else:
-            later = peer.loop.call_later(WATCH_AFTER, watcher.start)
+            later = app.watch_after.start(watcher.start)
             items = await sse.next_items(outbox, None)
-            later.cancel()
+            app.watch_after.cancel(later)
         if gone.is_set() or items is None:
             return
         if outbox.aborted:
@@ -188,7 +188,7 @@ async def serve(
         await respond.stream(send, outbox, app.keepalive, gone, items)
     finally:
         if later is not None:
-            later.cancel()  # also when the wait above was cancelled
+            app.watch_after.cancel(later)  # also when the wait above was cancelled
         await watcher.stop()
         if exchange.open:
             exchange.cancel()

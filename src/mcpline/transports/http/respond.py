@@ -16,6 +16,7 @@ from ...wire import encode
 from . import sse
 from .admission import Hold, Refusal
 from .headers import status_for
+from .timers import FixedDelayTimers
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -72,22 +73,34 @@ async def _read_body(receive: Receive, limit: int, hold: Hold) -> bytes:
 
 if sys.version_info >= (3, 11):
 
-    async def read_body(receive: Receive, limit: int, timeout: float, hold: Hold) -> bytes:
-        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds,
-        each byte held in ``hold`` (`OverBudget` when the budget cannot hold it)."""
+    async def read_body(
+        receive: Receive, limit: int, hold: Hold, within: FixedDelayTimers
+    ) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``within.delay``
+        seconds (`BodyTimeout`), each byte held in ``hold`` (`OverBudget` when the budget
+        cannot hold it)."""
+        task = asyncio.current_task()
+        assert task is not None
+        deadline = within.start(task.cancel)
         try:
-            async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
-                return await _read_body(receive, limit, hold)
-        except TimeoutError:
+            return await _read_body(receive, limit, hold)
+        except asyncio.CancelledError:
+            if within.cancel(deadline) or task.uncancel():
+                raise  # a cancellation of the request, not the deadline's
             raise BodyTimeout from None
+        finally:
+            within.cancel(deadline)
 
 else:
 
-    async def read_body(receive: Receive, limit: int, timeout: float, hold: Hold) -> bytes:
-        """The whole request body: at most ``limit`` bytes, all within ``timeout`` seconds,
-        each byte held in ``hold`` (`OverBudget` when the budget cannot hold it)."""
+    async def read_body(
+        receive: Receive, limit: int, hold: Hold, within: FixedDelayTimers
+    ) -> bytes:
+        """The whole request body: at most ``limit`` bytes, all within ``within.delay``
+        seconds (`BodyTimeout`), each byte held in ``hold`` (`OverBudget` when the budget
+        cannot hold it)."""
         try:
-            return await asyncio.wait_for(_read_body(receive, limit, hold), timeout)
+            return await asyncio.wait_for(_read_body(receive, limit, hold), within.delay)
         except asyncio.TimeoutError:
             raise BodyTimeout from None
 
