@@ -166,7 +166,8 @@ def test_no_import_cycles() -> None:
         e for e in edges if not e.in_function and (e.importer, e.imported) not in ALLOWED_EDGES
     ]
     assert [describe(c) for c in cycles(module_level)] == []
-    check_cycles, elsewhere = [], []
+    check_cycles: list[str] = []
+    elsewhere: list[str] = []
     for c in cycles(edges):
         involves_check = any(e.importer.startswith("mcpline.check") for e in c)
         (check_cycles if involves_check else elsewhere).append(describe(c))
