@@ -33,7 +33,7 @@ from .security import check_metadata as _check_metadata
 
 if TYPE_CHECKING:
     from ...server.engine import Engine
-    from ...server.server import Server
+    from ...server.runtime import Served
     from .modern import PostPeer
 
 log = logging.getLogger("mcpline.server")
@@ -83,7 +83,7 @@ class HttpApp:
 
     def __init__(
         self,
-        server: Server,
+        server: Served,
         path: str = "/mcp",
         *,
         allowed_origins: Iterable[str] = (),
