@@ -2,18 +2,16 @@
 no knot of more than `MAX_KNOT` modules names each other even in annotations.
 
 Imports under ``if TYPE_CHECKING:`` are not runtime imports and are left out of the cycle
-test. An import inside a function runs when the function does: a cycle that needs one fails
-the test when it involves ``mcpline.check`` and is only reported (as a warning) elsewhere.
-The knot test counts every import, type-only and in-function ones included: modules that
-name each other must be read, changed and understood together, whether or not Python runs
-the import. ``from pkg import sub`` of a submodule is an edge to ``pkg.sub`` (the package
-itself is already importing).
+test; an import inside a function runs when the function does and is counted. The knot test
+counts every import, type-only and in-function ones included: modules that name each other
+must be read, changed and understood together, whether or not Python runs the import.
+``from pkg import sub`` of a submodule is an edge to ``pkg.sub`` (the package itself is
+already importing).
 """
 
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +20,6 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 MAX_KNOT = 6
 """The most modules that may import each other in one knot, type-only imports included."""
-
-ALLOWED_EDGES: frozenset[tuple[str, str]] = frozenset()
-"""Module-level imports (importer, imported) outside ``mcpline.check`` that close a cycle and
-are left to the engineers restructuring ``server/`` and ``client/``. Empty: the graph has no
-module-level cycle today."""
 
 
 @dataclass(frozen=True)
@@ -193,19 +186,7 @@ def describe(cycle: list[Edge]) -> str:
 
 
 def test_no_import_cycles() -> None:
-    edges = import_edges(SRC, "mcpline")
-    module_level = [
-        e for e in edges if not e.in_function and (e.importer, e.imported) not in ALLOWED_EDGES
-    ]
-    assert [describe(c) for c in cycles(module_level)] == []
-    check_cycles: list[str] = []
-    elsewhere: list[str] = []
-    for c in cycles(edges):
-        involves_check = any(e.importer.startswith("mcpline.check") for e in c)
-        (check_cycles if involves_check else elsewhere).append(describe(c))
-    assert check_cycles == []
-    for text in elsewhere:
-        warnings.warn(f"import cycle through a function-level import: {text}", stacklevel=1)
+    assert [describe(c) for c in cycles(import_edges(SRC, "mcpline"))] == []
 
 
 def test_no_knot_of_more_than_six_modules_even_in_annotations() -> None:
