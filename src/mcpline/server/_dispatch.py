@@ -1,8 +1,10 @@
 """The built-in methods of a server: their handlers, capabilities, pagination and results.
 
-`Dispatcher` answers what the eras ask of a server (`mcpline.server.eras.EraHost`): which
-method serves a name, what is offered, and how a modern result is finished; its handlers
-read the `Server`'s registry.
+`Dispatcher` answers what the eras ask of a server (`mcpline.server.eras.EraHost` and
+`mcpline.server.eras.ModernHost`): which method serves a name, what is offered, and how a
+modern result is finished; its handlers read the `Server`'s registry. Listens and tasks,
+which it builds, see it only as what they name of it
+(`mcpline.server.subscriptions.ListenHost`, `mcpline.server._task_runs.TaskHost`).
 """
 
 from __future__ import annotations
