@@ -35,8 +35,9 @@ FLAKES_ARGS ?=
 flakes: $(BIN)/.installed
 	$(BIN)/python -m scripts.flakes --runs $(RUNS) $(FLAKES_ARGS)
 
-# ruff, ruff format, mypy --strict (also as Windows and macOS see the code), actionlint on
-# .github/workflows: the list is scripts/ci.py's, which hosted CI runs without make.
+# ruff, ruff format, mypy --strict (also as Windows and macOS see the code; tests/ as Linux
+# sees it), actionlint on .github/workflows: the list is scripts/ci.py's, which hosted CI runs
+# without make.
 lint: $(BIN)/.installed
 	$(BIN)/python -m scripts.ci lint
 

@@ -36,6 +36,7 @@ import sys
 import threading
 import traceback
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,7 @@ class MemoryServer(proc.ServerProcess):
         self._read_paused = False
         self._schedule_delivery()
 
-    def _take_input(self, chunks: list[bytes | object]) -> None:
+    def _take_input(self, chunks: Iterable[bytes | object]) -> None:
         self._input.extend(chunks)
         self._schedule_delivery()
 

@@ -27,7 +27,9 @@ def test_constructed_and_fed_without_an_event_loop() -> None:
         + b"not json\n"
     )
     assert [type(e) for e in events] == [Request, Notification, Response, Invalid]
-    assert events[0] == Request(1, "tools/list", events[0].params)
+    first = events[0]
+    assert isinstance(first, Request)
+    assert first == Request(1, "tools/list", first.params)
     bad = events[3]
     assert isinstance(bad, Invalid) and bad.line == b"not json"
     assert bad.reply is not None and bad.reply["error"]["code"] == -32700
@@ -63,7 +65,10 @@ def test_an_oversized_line_is_reported_when_it_crosses_the_limit_with_its_id() -
 def test_an_id_written_last_is_reported_once_more_when_the_line_ends() -> None:
     inbound = Inbound(100)
     first = inbound.feed(b'{"jsonrpc":"2.0","method":"tools/call","params":{"x":"' + b"a" * 200)
-    assert len(first) == 1 and first[0].id is None and not first[0].complete
+    assert len(first) == 1
+    head_only = first[0]
+    assert isinstance(head_only, Oversized)
+    assert head_only.id is None and not head_only.complete
     end = inbound.feed(b'"},"id":41}\n')
     assert len(end) == 1
     last = end[0]
@@ -74,6 +79,7 @@ def test_an_id_written_last_is_reported_once_more_when_the_line_ends() -> None:
 def test_an_oversized_line_that_arrives_whole_is_reported_once() -> None:
     inbound = Inbound(50)
     events = inbound.feed(b'{"jsonrpc":"2.0","method":"m","params":"' + b"x" * 80 + b'","id":3}\n')
+    assert len(events) == 1 and isinstance(events[0], Oversized)
     assert events == [Oversized(3, True, True, events[0].size, 50, True, False)]
 
 

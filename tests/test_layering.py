@@ -1,25 +1,25 @@
-"""The import graph of ``src/mcpline``: no module imports another at runtime in a cycle.
+"""The import graph of ``src/mcpline``: no module imports another at runtime in a cycle, and
+no knot of more than `MAX_KNOT` modules names each other even in annotations.
 
-Imports under ``if TYPE_CHECKING:`` are not runtime imports and are left out. An import inside
-a function runs when the function does: a cycle that needs one fails the test when it
-involves ``mcpline.check`` and is only reported (as a warning) elsewhere. ``from pkg import
-sub`` of a submodule is an edge to ``pkg.sub`` (the package itself is already importing).
+Imports under ``if TYPE_CHECKING:`` are not runtime imports and are left out of the cycle
+test; an import inside a function runs when the function does and is counted. The knot test
+counts every import, type-only and in-function ones included: modules that name each other
+must be read, changed and understood together, whether or not Python runs the import.
+``from pkg import sub`` of a submodule is an edge to ``pkg.sub`` (the package itself is
+already importing).
 """
 
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-ALLOWED_EDGES: frozenset[tuple[str, str]] = frozenset()
-"""Module-level imports (importer, imported) outside ``mcpline.check`` that close a cycle and
-are left to the engineers restructuring ``server/`` and ``client/``. Empty: the graph has no
-module-level cycle today."""
+MAX_KNOT = 6
+"""The most modules that may import each other in one knot, type-only imports included."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,8 @@ class Edge:
     imported: str
     line: int
     in_function: bool
+    type_only: bool = False
+    """Under ``if TYPE_CHECKING:`` (only with ``import_edges(..., type_only=True)``)."""
 
 
 def module_names(root: Path) -> dict[str, Path]:
@@ -47,16 +49,19 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def import_edges(root: Path, package: str) -> list[Edge]:
-    """The runtime imports between the modules of ``package``."""
+def import_edges(root: Path, package: str, *, type_only: bool = False) -> list[Edge]:
+    """The runtime imports between the modules of ``package``; with ``type_only``, those
+    under ``if TYPE_CHECKING:`` too."""
     modules = module_names(root)
     edges: list[Edge] = []
     for name, path in modules.items():
-        edges += _edges_of(name, path, modules, package)
+        edges += _edges_of(name, path, modules, package, type_only)
     return edges
 
 
-def _edges_of(name: str, path: Path, modules: dict[str, Path], package: str) -> list[Edge]:
+def _edges_of(
+    name: str, path: Path, modules: dict[str, Path], package: str, type_only: bool
+) -> list[Edge]:
     here = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges: list[Edge] = []
 
@@ -64,15 +69,18 @@ def _edges_of(name: str, path: Path, modules: dict[str, Path], package: str) -> 
         sub = f"{module}.{alias}"
         return sub if sub in modules else module
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, typing: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
+                if type_only:
+                    for stmt in child.body:
+                        visit_one(stmt, in_function, True)
                 for stmt in child.orelse:
-                    visit_one(stmt, in_function)
+                    visit_one(stmt, in_function, typing)
             else:
-                visit_one(child, in_function)
+                visit_one(child, in_function, typing)
 
-    def visit_one(node: ast.AST, in_function: bool) -> None:
+    def visit_one(node: ast.AST, in_function: bool, typing: bool) -> None:
         found: list[str] = []
         if isinstance(node, ast.Import):
             found = [a.name for a in node.names]
@@ -86,23 +94,40 @@ def _edges_of(name: str, path: Path, modules: dict[str, Path], package: str) -> 
             found = [target(module, a.name) for a in node.names]
         else:
             nested = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            visit(node, in_function or nested)
+            visit(node, in_function or nested, typing)
             return
         for imported in found:
             if imported in modules and imported.split(".")[0] == package:
-                edges.append(Edge(name, imported, node.lineno, in_function))
+                edges.append(Edge(name, imported, node.lineno, in_function, typing))
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    visit(ast.parse(path.read_text(encoding="utf-8")), False, False)
     return edges
 
 
-def cycles(edges: Iterable[Edge]) -> list[list[Edge]]:
-    """One cycle (as its edges) for every strongly connected group of two or more modules."""
+def _graph(edges: Iterable[Edge]) -> dict[str, dict[str, Edge]]:
+    """Each module's first edge to each module it imports."""
     graph: dict[str, dict[str, Edge]] = {}
     for e in edges:
         if e.importer != e.imported:
             graph.setdefault(e.importer, {}).setdefault(e.imported, e)
             graph.setdefault(e.imported, {})
+    return graph
+
+
+def knots(edges: Iterable[Edge]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (each reaches every other), its
+    names sorted."""
+    return _groups(_graph(edges))
+
+
+def cycles(edges: Iterable[Edge]) -> list[list[Edge]]:
+    """One cycle (as its edges) for every strongly connected group of two or more modules."""
+    graph = _graph(edges)
+    return [_one_cycle(graph, set(g), g[0]) for g in _groups(graph)]
+
+
+def _groups(graph: dict[str, dict[str, Edge]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of ``graph`` with two or more members."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -133,7 +158,7 @@ def cycles(edges: Iterable[Edge]) -> list[list[Edge]]:
     for v in sorted(graph):
         if v not in index:
             connect(v)
-    return [_one_cycle(graph, set(g), g[0]) for g in groups]
+    return groups
 
 
 def _one_cycle(graph: dict[str, dict[str, Edge]], members: set[str], start: str) -> list[Edge]:
@@ -161,18 +186,12 @@ def describe(cycle: list[Edge]) -> str:
 
 
 def test_no_import_cycles() -> None:
-    edges = import_edges(SRC, "mcpline")
-    module_level = [
-        e for e in edges if not e.in_function and (e.importer, e.imported) not in ALLOWED_EDGES
-    ]
-    assert [describe(c) for c in cycles(module_level)] == []
-    check_cycles, elsewhere = [], []
-    for c in cycles(edges):
-        involves_check = any(e.importer.startswith("mcpline.check") for e in c)
-        (check_cycles if involves_check else elsewhere).append(describe(c))
-    assert check_cycles == []
-    for text in elsewhere:
-        warnings.warn(f"import cycle through a function-level import: {text}", stacklevel=1)
+    assert [describe(c) for c in cycles(import_edges(SRC, "mcpline"))] == []
+
+
+def test_no_knot_of_more_than_six_modules_even_in_annotations() -> None:
+    big = [k for k in knots(import_edges(SRC, "mcpline", type_only=True)) if len(k) > MAX_KNOT]
+    assert big == []
 
 
 def test_the_graph_sees_the_imports() -> None:
@@ -198,3 +217,8 @@ def test_a_cycle_is_found_and_type_checking_imports_are_not(tmp_path: Path) -> N
         "pkg.a (line 1) → pkg.b (line 2, in a function) → pkg.a"
     ]
     assert not any(e.importer == "pkg.c" for e in edges)
+    typed = import_edges(tmp_path, "pkg", type_only=True)
+    assert [(e.importer, e.imported, e.type_only) for e in typed if e.importer == "pkg.c"] == [
+        ("pkg.c", "pkg.a", True)
+    ]
+    assert knots(typed) == [["pkg.a", "pkg.b"]]

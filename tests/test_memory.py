@@ -17,7 +17,7 @@ from .proc import EXAMPLES, REPO, ServerProcess, python_server
 # to its connection, and a tools/list result that does not fit the schema.
 BAD_SERVER = r'''
 from mcpline import Context, Server
-from mcpline.server._dispatch import Method
+from mcpline.server.eras import Method
 
 server = Server("bad-memory-fixture")
 

@@ -38,7 +38,7 @@ RS_CLIENT_SECRET = "SECRET-rs-55e0"
 
 
 def new_key() -> ECKey:
-    key = ECKey.generate_key("P-256")
+    key: ECKey = ECKey.generate_key("P-256")
     key.ensure_kid()
     return key
 

@@ -136,7 +136,7 @@ def test_scope_rules_and_principals() -> None:
     assert rules.missing("just a name", "tool", "t") == {"a", "b"}
     assert rules.missing(None, "tool", "t") == frozenset()  # no principal: stdio, no auth
     with pytest.raises(ValueError, match="a list of scope names"):
-        rules.set("tool", "u", "a b")  # type: ignore[arg-type]
+        rules.set("tool", "u", "a b")
     with pytest.raises(ValueError, match="is not a scope"):
         rules.set("tool", "u", ['a"b'])
 

@@ -69,7 +69,7 @@ def test_the_official_sdk_client_with_a_bearer_token(
     async def main() -> None:
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
             transport = streamable_http_client(audience(rs), http_client=http)
-            async with SdkClient(transport, mode=mode) as c:  # type: ignore[arg-type]
+            async with SdkClient(transport, mode=mode) as c:
                 tools = await c.list_tools()
                 assert [t.name for t in tools.tools] == ["whoami", "read_notes"]
                 r = await c.call_tool("whoami", {})

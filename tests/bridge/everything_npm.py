@@ -9,16 +9,17 @@ marker makes reruns instant. ``python -m tests.bridge.everything_npm`` installs 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..conformance import provision
-from ..provisioning import fingerprint, locked
+from ..provisioning import ProvisionError, fingerprint, locked
 
 PACKAGE = "@modelcontextprotocol/server-everything"
 VERSION = "2026.8.31"
 PREFIX = provision.CACHE / "server-everything"
 
 
-def _entry() -> provision.Path:
+def _entry() -> Path:
     return (
         PREFIX
         / "node_modules"
@@ -39,9 +40,7 @@ def command(mode: str = "stdio") -> list[str]:
             if not provision.is_current(PREFIX, PACKAGE, VERSION, entry):
                 provision.npm_install(PREFIX, f"{PACKAGE}@{VERSION}", path_first=node.parent)
                 if not entry.is_file():
-                    raise provision.ProvisionError(
-                        f"{PACKAGE}@{VERSION} installed, {entry} missing"
-                    )
+                    raise ProvisionError(f"{PACKAGE}@{VERSION} installed, {entry} missing")
                 provision.write_marker(PREFIX, PACKAGE, VERSION, artefact=fingerprint(entry))
     return [str(node), str(entry), mode]
 

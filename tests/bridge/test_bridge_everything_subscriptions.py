@@ -77,9 +77,9 @@ def test_a_modern_listen_gets_updates_from_a_legacy_only_server() -> None:
         finally:
             for conn in holder:
                 conn.close()
-    acknowledged = got[0]
-    assert acknowledged["method"] == "notifications/subscriptions/acknowledged"
-    assert acknowledged["params"]["notifications"]["resourceSubscriptions"] == [URI]
+    ack = got[0]
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    assert ack["params"]["notifications"]["resourceSubscriptions"] == [URI]
     updated = got[-1]
     assert updated["method"] == "notifications/resources/updated"
     assert updated["params"]["uri"] == URI

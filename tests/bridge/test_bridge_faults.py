@@ -161,7 +161,7 @@ def test_clients_leaving_mid_stream_cancel_their_calls_and_leak_nothing(tmp_path
         while events < 2:
             if resp.readline().startswith(b"data: "):
                 events += 1
-        conn.sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
+        conn.sock.shutdown(socket.SHUT_RDWR)
         conn.close()
 
     def cancelled(key: str) -> bool:

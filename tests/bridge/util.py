@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import http.client
+import io
 import os
 import re
 import signal
@@ -62,8 +63,9 @@ class Proc:
             self._lines.notify_all()
 
     def _pump_out(self) -> None:
-        assert self.proc.stdout is not None
-        while chunk := self.proc.stdout.read1(65536):
+        stdout = self.proc.stdout
+        assert isinstance(stdout, io.BufferedReader)
+        while chunk := stdout.read1(65536):
             if len(self.stdout) < 1 << 20:
                 self.stdout += chunk
 

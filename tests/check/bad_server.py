@@ -11,6 +11,7 @@ import json
 import signal
 import sys
 import time
+from typing import Any
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 out = sys.stdout
@@ -30,7 +31,7 @@ TOOLS = [
 ]
 
 
-def send(msg):
+def send(msg: dict[str, Any]) -> None:
     out.write(json.dumps(msg) + "\n")
     out.flush()
 
@@ -72,9 +73,10 @@ for raw in sys.stdin:
             }
         )
     elif method == "tools/call":
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
-        ms = args.get("ms") if isinstance(args.get("ms"), int) else 0
+        params = msg.get("params")
+        args = params.get("arguments") if isinstance(params, dict) else None
+        ms = args.get("ms") if isinstance(args, dict) else None
+        ms = ms if isinstance(ms, int) else 0
         time.sleep(min(ms, 3000) / 1000)  # blocks the reader
         send(
             {

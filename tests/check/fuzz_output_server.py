@@ -7,6 +7,7 @@ import json
 import os
 import random
 import sys
+from typing import Any
 
 from mcpline.check.corpus import Corpus, Fuzzer
 
@@ -18,7 +19,7 @@ INFO = {"io.modelcontextprotocol/serverInfo": {"name": "fuzzed-output", "version
 TOOLS = [{"name": "echo", "description": "Echo.", "inputSchema": {"type": "object"}}]
 
 
-def answer(msg):
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
     rid, method = msg["id"], msg.get("method")
     common = {"resultType": "complete", "_meta": INFO}
     if method == "server/discover":

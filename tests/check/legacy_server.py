@@ -6,11 +6,12 @@ error, as many handshake-era servers do; it knows nothing of ``server/discover``
 
 import json
 import sys
+from typing import Any
 
 initialized = False
 
 
-def send(msg):
+def send(msg: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(msg, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 

@@ -143,13 +143,15 @@ def _rule_literals(path: Path) -> list[tuple[int, str]]:
             position = {"add": 2, "expect": 1}.get(node.func.attr)
             if position is not None and len(node.args) > position:
                 value = node.args[position]
+                line = node.lineno
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and (t.id == "env" or t.id.endswith("rule"))
             for t in node.targets
         ):
             value = node.value
+            line = node.lineno
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
-            found.append((node.lineno, value.value))
+            found.append((line, value.value))
     return found
 
 

@@ -83,8 +83,9 @@ def inspect(config: Path, home: Path, *args: str) -> dict[str, Any]:
     assert proc.returncode == 0, (
         f"{args}: exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr[-3000:]}"
     )
-    out = json.loads(proc.stdout)
-    return out.get("result", out)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    result: dict[str, Any] = out.get("result", out)
+    return result
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])

@@ -146,7 +146,9 @@ def _sent(stderr: str) -> list[str]:
 def test_undeclared_list_is_not_asked_and_exits_0(era: str, command: str, method: str) -> None:
     proc = cli(command, "--verbose", "--era", era, "--", PY, str(QUICKSTART))
     assert proc.returncode == 0, proc.stderr
-    empty = {"resources": [], "resourceTemplates": []} if command == "resources" else {command: []}
+    empty: dict[str, list[object]] = (
+        {"resources": [], "resourceTemplates": []} if command == "resources" else {command: []}
+    )
     assert json.loads(proc.stdout) == empty
     assert f"this server offers no {command}" in proc.stderr
     sent = _sent(proc.stderr)

@@ -49,7 +49,7 @@ def sign(key: ECKey, claims: dict[str, Any], typ: str = "JWT") -> str:
 
 
 def new_key() -> ECKey:
-    key = ECKey.generate_key("P-256")
+    key: ECKey = ECKey.generate_key("P-256")
     key.ensure_kid()
     return key
 
@@ -259,7 +259,7 @@ class AuthServer:
         if is_jag:
             async with httpx2.AsyncClient() as http:
                 jwks = KeySet.import_key_set((await http.get(self.url + "/idp/jwks")).json())
-            claims = self._verify(assertion, jwks.keys[0], "ID-JAG")  # type: ignore[arg-type]
+            claims = self._verify(assertion, jwks.keys[0], "ID-JAG")
             if claims.get("client_id") != client:
                 raise Refused(400, "invalid_grant", "ID-JAG client_id is not the client")
             if claims.get("resource") != self.resource:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from mcpline import Client, Context, RequestTimeout, Server, ServerError, ToolError, elicit
+from mcpline.server.connection import Connection
 
 pytest_plugins = ["mcpline.testing"]
 
@@ -127,6 +128,7 @@ def test_calls_run_side_by_side_and_a_timeout_cancels_on_the_server() -> None:
             with pytest.raises(RequestTimeout):
                 await client.call_tool("nap", {"ms": 5000}, timeout=0.2)
             [peer] = server.runtime.engine.peers
+            assert isinstance(peer, Connection)
             await asyncio.sleep(0.05)
             assert not peer.inflight  # the cancellation reached the engine
         assert not server.runtime.engine.peers  # closing ended the server's connection

@@ -163,7 +163,8 @@ def test_the_clients_own_requests_wait_rather_than_fail(tmp_path: Path) -> None:
     async def main() -> list[Any]:
         async with Client.stdio(sys.executable, [str(script)], max_outbound_bytes=64 * 1024) as c:
             calls = [c.call_tool("size", {"text": text}, timeout=30) for _ in range(20)]
-            return await asyncio.gather(*calls)
+            results: list[Any] = await asyncio.gather(*calls)
+            return results
 
     results = run(main())
     assert [r["structuredContent"]["result"] for r in results] == [200_000] * 20

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpline.client import Client
+from mcpline.client.process import ProcessChannel
 
 from ..proc import FIXTURES
 from .util import QUICKSTART, Fake, kill_if_alive, pid_alive, run, wait_dead
@@ -162,6 +163,7 @@ def test_sigterm_not_needed_for_wellbehaved_group(tmp_path: Path) -> None:
             link = c.links.link
             assert link is not None
             chan = link.channel
+            assert isinstance(chan, ProcessChannel)
         assert chan.returncode == 0
         assert not pid_alive(fake.pid())
 

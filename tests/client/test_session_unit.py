@@ -30,7 +30,7 @@ class Wire:
     async def drain(self) -> None:
         pass
 
-    async def aclose(self) -> None:
+    async def aclose(self, within: float | None = None) -> None:
         pass
 
     def cancelled(self) -> list[Any]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..provisioning import ProvisionError
 from . import provision
 
 HERE = Path(__file__).resolve().parent
@@ -175,7 +176,7 @@ def parse_run(stdout: str, output_dir: Path, *, client: bool = False) -> list[Sc
     for line in lines:
         if m := RUNNING.match(line) or RUNNING_ONE.match(line):
             name = m["scenario"] or m.groupdict().get("client_scenario")
-            if name not in order:
+            if name and name not in order:
                 order.append(name)
         elif m := SKIPPED_ONE.match(line):
             skipped.add(m["scenario"])
@@ -464,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
                 run = go(url)
         else:
             run = go(args.url)
-    except (HarnessError, provision.ProvisionError, ValueError) as e:
+    except (HarnessError, ProvisionError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:

@@ -630,7 +630,7 @@ async def test_input_required_result_prompt(
 WORDS = ["paris", "park", "party", "test", "testing", "tester"]
 
 
-@server.completion()
+@server.completion()  # type: ignore[no-untyped-call,untyped-decorator]  # mcp 2.3.0: completion() has no annotations
 async def complete(ref: Any, argument: Any, context: Any) -> Completion:
     values = [w for w in WORDS if w.startswith(argument.value or "")]
     return Completion(values=values, total=len(values), has_more=False)

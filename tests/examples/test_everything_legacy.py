@@ -47,7 +47,8 @@ def tool(
 def text(resp: dict[str, Any]) -> str:
     result = resp["result"]
     assert "resultType" not in result and "_meta" not in result, result
-    return result["content"][0]["text"]
+    text: str = result["content"][0]["text"]
+    return text
 
 
 # server-initialize

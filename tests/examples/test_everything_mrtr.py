@@ -36,14 +36,16 @@ def call(p: ServerProcess, tool: str, caps: Any = SUITE_CAPS, **extra: Any) -> d
 
 def irr(resp: dict[str, Any]) -> dict[str, Any]:
     assert "result" in resp, resp
-    assert resp["result"]["resultType"] == "input_required", resp
-    return resp["result"]
+    result: dict[str, Any] = resp["result"]
+    assert result["resultType"] == "input_required", resp
+    return result
 
 
 def complete_text(resp: dict[str, Any]) -> str:
     assert "result" in resp, resp
     assert resp["result"]["resultType"] == "complete", resp
-    return resp["result"]["content"][0]["text"]
+    text: str = resp["result"]["content"][0]["text"]
+    return text
 
 
 def accept(**content: Any) -> dict[str, Any]:

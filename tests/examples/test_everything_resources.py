@@ -33,8 +33,9 @@ def ev(spawn: Callable[..., ServerProcess]) -> ServerProcess:
 
 def ok(resp: dict[str, Any]) -> dict[str, Any]:
     assert "result" in resp, resp
-    assert resp["result"]["resultType"] == "complete"
-    return resp["result"]
+    result: dict[str, Any] = resp["result"]
+    assert result["resultType"] == "complete"
+    return result
 
 
 def read(p: ServerProcess, uri: str) -> dict[str, Any]:

@@ -46,8 +46,9 @@ def suite_meta(**overrides: Any) -> dict[str, Any]:
 def error(resp: dict[str, Any], code: int, id: Any) -> dict[str, Any]:
     assert resp.get("id") == id and type(resp.get("id")) is type(id), resp  # ...-error-jsonrpc-id
     assert "error" in resp, resp
-    assert resp["error"]["code"] == code, resp
-    return resp["error"]
+    error: dict[str, Any] = resp["error"]
+    assert error["code"] == code, resp
+    return error
 
 
 # sep-2575-request-meta-invalid-missing-meta, ...-invalid-missing-protocol-version,

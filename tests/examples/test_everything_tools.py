@@ -64,8 +64,9 @@ def call(
 ) -> dict[str, Any]:
     resp = p.call(name, arguments, caps=SUITE_CAPS, **kw)
     assert "result" in resp, resp
-    assert resp["result"]["resultType"] == "complete"
-    return resp["result"]
+    result: dict[str, Any] = resp["result"]
+    assert result["resultType"] == "complete"
+    return result
 
 
 # tools-list (checks tools-list, tools-name-format)
@@ -205,7 +206,7 @@ def test_concurrent_requests_each_answered(ev: ServerProcess) -> None:
     ev.send(slow)
     for m in lists:
         ev.send(m)
-    answered = []
+    answered: list[Any] = []
     while len(answered) < 4:
         msg = ev.read()
         answered.append(msg["id"])

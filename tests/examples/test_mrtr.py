@@ -18,7 +18,7 @@ from ..proc import EXAMPLES, ServerProcess
 pytestmark = pytest.mark.driver("memory")
 
 MRTR = EXAMPLES / "mrtr.py"
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 MISSING_CAPABILITY = -32021
 INVALID_PARAMS = -32602
 

@@ -15,7 +15,7 @@ from mcpline import Client
 from ..proc import EXAMPLES, ServerProcess
 
 RERUN = EXAMPLES / "rerun.py"
-ELICIT = {"elicitation": {}}
+ELICIT: dict[str, Any] = {"elicitation": {}}
 
 
 def call(p: ServerProcess, name: str, arguments: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from pydantic import FileUrl
 
 
 class Recorder:
-    def __init__(self, elicit_action: str = "accept") -> None:
+    def __init__(self, elicit_action: Literal["accept", "decline", "cancel"] = "accept") -> None:
         self.asked: list[str] = []
         self.logs: list[Any] = []
         self.elicit_action = elicit_action
 
-    async def elicit(self, ctx: Any, params: Any) -> types.ElicitResult:
+    async def elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
         self.asked.append(f"elicit:{params.message}")
         if self.elicit_action != "accept":
             return types.ElicitResult(action=self.elicit_action)
@@ -27,19 +30,24 @@ class Recorder:
             action="accept", content={"name": "Ada", "color": "green", "context": "c"}
         )
 
-    async def sample(self, ctx: Any, params: Any) -> types.CreateMessageResult:
+    async def sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
         self.asked.append("sample")
         return types.CreateMessageResult(
             role="assistant", content=types.TextContent(type="text", text="Paris"), model="m"
         )
 
-    async def roots(self, ctx: Any) -> types.ListRootsResult:
+    async def roots(self, context: ClientRequestContext) -> types.ListRootsResult:
         self.asked.append("roots")
         return types.ListRootsResult(
-            roots=[types.Root(uri="file:///tmp/a"), types.Root(uri="file:///tmp/b")]
+            roots=[
+                types.Root(uri=FileUrl("file:///tmp/a")),
+                types.Root(uri=FileUrl("file:///tmp/b")),
+            ]
         )
 
-    async def log(self, params: Any) -> None:
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         self.logs.append(params.data)
 
 

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import mcp_types as types  # noqa: E402
-from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.session import ClientRequestContext, ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
@@ -69,24 +69,32 @@ def test_conformance_tools_call_elicitation() -> None:
     """The 2025-11-25 conformance scenario ``tools-call-elicitation``: its client answers
     ``{username, email}`` whatever the requested schema (ours asks for ``response``). One
     dialog, then a result with content, not 16 dialogs and an error."""
-    asked: list[Any] = []
 
-    async def elicit(ctx: Any, params: Any) -> types.ElicitResult:
-        asked.append(params.requested_schema)
-        return types.ElicitResult(
-            action="accept", content={"username": "testuser", "email": "test@example.com"}
-        )
+    class Conformance(Recorder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.schemas: list[Any] = []
 
-    rec = Recorder()
-    rec.elicit = elicit  # type: ignore[method-assign]
+        async def elicit(
+            self, context: ClientRequestContext, params: types.ElicitRequestParams
+        ) -> types.ElicitResult:
+            assert isinstance(params, types.ElicitRequestFormParams)
+            self.schemas.append(params.requested_schema)
+            return types.ElicitResult(
+                action="accept", content={"username": "testuser", "email": "test@example.com"}
+            )
+
+    rec = Conformance()
 
     async def body(s: ClientSession) -> None:
         result = await s.call_tool("test_elicitation", {"message": "Please provide your info"})
         assert result.is_error and result.content
-        assert "did not match the requested schema" in result.content[0].text
+        text = result.content[0]
+        assert isinstance(text, types.TextContent)
+        assert "did not match the requested schema" in text.text
 
     run(body, rec)
-    assert len(asked) == 1
+    assert len(rec.schemas) == 1
 
 
 def test_ping_logging_resources_and_prompts() -> None:
@@ -99,12 +107,16 @@ def test_ping_logging_resources_and_prompts() -> None:
         await s.subscribe_resource("test://watched-resource")
         await s.unsubscribe_resource("test://watched-resource")
         read = await s.read_resource("test://static-text")
-        assert read.contents[0].text == "This is the content of the static text resource."
+        contents = read.contents[0]
+        assert isinstance(contents, types.TextResourceContents)
+        assert contents.text == "This is the content of the static text resource."
         with pytest.raises(MCPError) as err:
             await s.read_resource("test://nonexistent-resource-for-conformance-testing")
         assert err.value.code == -32002
         prompt = await s.get_prompt("test_input_required_result_prompt")
-        assert prompt.messages[0].content.text == "Prompt with context: c"
+        message = prompt.messages[0].content
+        assert isinstance(message, types.TextContent)
+        assert message.text == "Prompt with context: c"
 
     run(body, rec)
     assert rec.logs[:1] == ["Log level set to: debug"]

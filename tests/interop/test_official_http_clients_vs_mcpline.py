@@ -37,7 +37,7 @@ def test_official_sdk_client(url: str, mode: str) -> None:
         return ElicitResult(action="accept", content={"name": "Ada"})
 
     async def main() -> None:
-        async with Client(url, mode=mode, elicitation_callback=on_elicit) as c:  # type: ignore[arg-type]
+        async with Client(url, mode=mode, elicitation_callback=on_elicit) as c:
             assert c.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
             assert c.server_info is not None and c.server_info.name == "mcpline-peer"
             tools = await c.list_tools()
@@ -64,14 +64,14 @@ def test_fastmcp_client(url: str, mode: str) -> None:
         return {"name": "Ada"}
 
     async def main() -> None:
-        async with Client(url, mode=mode, elicitation_handler=on_elicit) as c:  # type: ignore[arg-type]
+        async with Client(url, mode=mode, elicitation_handler=on_elicit) as c:
             tools = await c.list_tools()
             assert {t.name for t in tools} == {"add", "greet"}
             r = await c.call_tool("add", {"a": 4, "b": 5})
             assert r.structured_content == {"result": 9}
             greeted = await c.call_tool("greet", {})
-            assert greeted.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+            assert greeted.content[0].text == "Hello, Ada!"
             read = await c.read_resource("mem://motd")
-            assert read[0].text == "Have a nice day"  # type: ignore[union-attr]
+            assert read[0].text == "Have a nice day"
 
     run(main())

@@ -35,7 +35,14 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
 
 MISSING_MODULES = {"fcntl", "termios", "pty", "tty", "resource", "grp", "pwd", "posix_spawn"}
 MISSING_OS = [
@@ -127,7 +134,7 @@ def _modules() -> list[str]:
 
     names = ["mcpline"] + [m.name for m in pkgutil.walk_packages(mcpline.__path__, "mcpline.")]
     try:
-        import mcpline._examples as examples
+        examples = importlib.import_module("mcpline._examples")
     except ImportError:
         pass
     else:
@@ -164,7 +171,7 @@ def simulate() -> None:
     # Windows' socketpair() is an emulation over loopback TCP; here the default family
     # (AF_UNIX, just removed) must still be used.
     native, unix = socket.socketpair, socket._socket.AF_UNIX  # type: ignore[attr-defined]
-    socket.socketpair = lambda family=None, *a: native(unix if family is None else family, *a)  # type: ignore[assignment]
+    socket.socketpair = lambda family=None, *a: native(unix if family is None else family, *a)
     signal.SIGBREAK = 21  # type: ignore[attr-defined]
     signal.CTRL_C_EVENT = 0  # type: ignore[attr-defined]
     signal.CTRL_BREAK_EVENT = 1  # type: ignore[attr-defined]
@@ -174,7 +181,9 @@ def simulate() -> None:
 class _NoLoopSignals(asyncio.SelectorEventLoop):
     """A loop without ``add_signal_handler``, as Windows loops are."""
 
-    def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:
+    def add_signal_handler(
+        self, sig: int, callback: Callable[[Unpack[Ts]], object], *args: Unpack[Ts]
+    ) -> None:
         raise NotImplementedError
 
     def remove_signal_handler(self, sig: int) -> bool:
@@ -190,7 +199,7 @@ def serve(script: str) -> int:
     msvcrt.setmode = lambda fd, mode: mode  # type: ignore[attr-defined]
     msvcrt.get_osfhandle = lambda fd: fd  # type: ignore[attr-defined]
     sys.modules["msvcrt"] = msvcrt
-    asyncio.new_event_loop = _NoLoopSignals  # type: ignore[assignment]
+    asyncio.new_event_loop = _NoLoopSignals
     from mcpline import _platform
 
     assert _platform.impl.__name__ == "mcpline._platform.windows", _platform.impl

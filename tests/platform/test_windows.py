@@ -12,13 +12,20 @@ import signal
 import subprocess
 import sys
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from mcpline._platform import windows as w
 
 from ..proc import REPO
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
 
 
 class FakeDLL:
@@ -224,7 +231,9 @@ def test_a_parent_gone_before_it_is_opened_is_gone_and_one_we_cannot_open_is_not
 
 
 class NoSignalLoop(asyncio.SelectorEventLoop):
-    def add_signal_handler(self, sig: int, callback: Any, *args: Any) -> None:
+    def add_signal_handler(
+        self, sig: int, callback: Callable[[Unpack[Ts]], object], *args: Unpack[Ts]
+    ) -> None:
         raise NotImplementedError
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_params_outside_the_identity_do_not_matter() -> None:
         lambda t: t.split(".")[0],
     ],
 )
-def test_any_modification_fails(mutate) -> None:
+def test_any_modification_fails(mutate: Callable[[str], str]) -> None:
     s = StateSealer(KEY)
     token = s.seal("tools/call", PARAMS, {"ok": True})
     with pytest.raises(StateError) as err:

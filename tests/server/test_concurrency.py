@@ -175,7 +175,7 @@ def test_progress_and_logs_only_for_requests_that_asked(spawn: Spawn) -> None:
     p.send(without)
     p.send(with_token)
     notes = []
-    done = set()
+    done: set[object] = set()
     while len(done) < 2:
         m = p.read()
         if "id" in m:

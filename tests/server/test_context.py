@@ -50,6 +50,7 @@ def test_nothing_is_written_after_the_response(spawn: Spawn) -> None:
     msg = p.request_msg(
         "tools/call",
         {"name": "late_progress", "arguments": {}},
+        caps=None,
         progressToken="late",
         **{LOG_KEY: "debug"},
     )

@@ -47,7 +47,11 @@ def text_of(resp: dict[str, Any]) -> str:
 @pytest.mark.parametrize("tool", ["report_async", "report_sync"])
 def test_reporting_methods_send_once_whether_awaited_or_not(srv: ServerProcess, tool: str) -> None:
     msg = srv.request_msg(
-        "tools/call", {"name": tool, "arguments": {}}, progressToken="t", **{LOG_KEY: "debug"}
+        "tools/call",
+        {"name": tool, "arguments": {}},
+        caps=None,
+        progressToken="t",
+        **{LOG_KEY: "debug"},
     )
     srv.send(msg)
     final, notes = srv.read_until(msg["id"])
@@ -67,7 +71,7 @@ def test_reporting_methods_send_once_whether_awaited_or_not(srv: ServerProcess, 
 
 def test_the_returned_awaitables_are_already_done() -> None:
     async def main() -> None:
-        assert await DONE is None
+        await DONE
         assert await Ready(3) == 3
         result: ElicitResult[int] = ElicitResult("accept", 4, {"value": 4})
         assert (await result) is result and result.accepted

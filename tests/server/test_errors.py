@@ -37,7 +37,8 @@ def assert_error(msg: dict[str, Any], code: int, id: Any = "<absent>") -> dict[s
         assert "id" not in msg, msg
     else:
         assert msg["id"] == id and type(msg["id"]) is type(id), msg
-    return msg["error"]
+    error: dict[str, Any] = msg["error"]
+    return error
 
 
 # --- -32700 ---------------------------------------------------------------------------------
@@ -192,10 +193,10 @@ def _req(id: Any, params: Any, method: str = "server/discover") -> bytes:
     return line(msg)
 
 
-def _meta_without(key: str, **changes: Any) -> dict[str, Any]:
+def _meta_without(key: str, changes: dict[str, Any] | None = None) -> dict[str, Any]:
     m = meta()
     m.pop(key, None)
-    m.update(changes)
+    m.update(changes or {})
     return m
 
 
@@ -212,13 +213,22 @@ INVALID_PARAMS = [
     ("_meta not an object", _req(106, {"_meta": [1]})),
     ("_meta null", _req(107, {"_meta": None})),
     ("protocolVersion missing", _req(108, {"_meta": _meta_without(PV)})),
-    ("protocolVersion not a string", _req(109, {"_meta": _meta_without(PV, **{PV: 20260728})})),
+    ("protocolVersion not a string", _req(109, {"_meta": _meta_without(PV, {PV: 20260728})})),
     ("clientCapabilities missing", _req(110, {"_meta": _meta_without(CC)})),
-    ("clientCapabilities not an object", _req(111, {"_meta": _meta_without(CC, **{CC: []})})),
-    ("clientCapabilities null", _req(112, {"_meta": _meta_without(CC, **{CC: None})})),
-    ("bad logLevel", _req(113, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": "loud"})})),
-    ("logLevel a list", _req(123, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": []})})),
-    ("logLevel an object", _req(124, {"_meta": meta(**{"io.modelcontextprotocol/logLevel": {}})})),
+    ("clientCapabilities not an object", _req(111, {"_meta": _meta_without(CC, {CC: []})})),
+    ("clientCapabilities null", _req(112, {"_meta": _meta_without(CC, {CC: None})})),
+    (
+        "bad logLevel",
+        _req(113, {"_meta": meta(None, **{"io.modelcontextprotocol/logLevel": "loud"})}),
+    ),
+    (
+        "logLevel a list",
+        _req(123, {"_meta": meta(None, **{"io.modelcontextprotocol/logLevel": []})}),
+    ),
+    (
+        "logLevel an object",
+        _req(124, {"_meta": meta(None, **{"io.modelcontextprotocol/logLevel": {}})}),
+    ),
     ("bad progressToken", _req(114, {"_meta": meta(progressToken=1.5)})),
     ("unknown tool", _req(115, {"_meta": meta(), "name": "nope"}, "tools/call")),
     ("tool name missing", _req(116, {"_meta": meta()}, "tools/call")),
@@ -270,7 +280,7 @@ def test_client_info_is_optional(spawn: Spawn) -> None:
 @pytest.mark.parametrize("version", ["v999.0.0", "2025-11-25", ""])
 def test_unsupported_version(spawn: Spawn, version: str) -> None:
     p = spawn(CORE)
-    raw = _req(301, {"_meta": _meta_without(PV, **{PV: version})})
+    raw = _req(301, {"_meta": _meta_without(PV, {PV: version})})
     err = assert_error(exchange(p, raw), -32022, 301)
     assert err["data"]["requested"] == version
     supported = err["data"]["supported"]
@@ -281,7 +291,7 @@ def test_unsupported_version(spawn: Spawn, version: str) -> None:
 
 def test_unsupported_version_checked_before_method(spawn: Spawn) -> None:
     p = spawn(CORE)
-    raw = _req(302, {"_meta": _meta_without(PV, **{PV: "1999-01-01"})}, "no/such/method")
+    raw = _req(302, {"_meta": _meta_without(PV, {PV: "1999-01-01"})}, "no/such/method")
     assert_error(exchange(p, raw), -32022, 302)
 
 

@@ -453,7 +453,7 @@ def test_legacy_session_is_per_connection() -> None:
         def rpc(f: Any, msg: dict[str, Any], version: str) -> dict[str, Any]:
             f.write(json.dumps(msg).encode() + b"\n")
             f.flush()
-            reply = json.loads(f.readline())
+            reply: dict[str, Any] = json.loads(f.readline())
             assert wirecheck.check_message(reply, method=msg["method"], version=version) == []
             return reply
 

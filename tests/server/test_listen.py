@@ -40,7 +40,8 @@ def listen(p: ServerProcess, id: Any, **filter: Any) -> dict[str, Any]:
     ack = p.read()
     assert ack["method"] == ACK, ack
     assert ack["params"]["_meta"][SUB] == id and type(ack["params"]["_meta"][SUB]) is type(id)
-    return ack["params"]["notifications"]
+    notifications: dict[str, Any] = ack["params"]["notifications"]
+    return notifications
 
 
 def call_collect(
@@ -288,6 +289,7 @@ def test_progress_and_logs_never_travel_on_a_listen(everything: ServerProcess) -
     msg = everything.request_msg(
         "tools/call",
         {"name": "test_tool_with_logging"},
+        caps=None,
         **{"io.modelcontextprotocol/logLevel": "debug", "progressToken": "t"},
     )
     everything.send(msg)

@@ -43,19 +43,22 @@ def call(
 
 def result(resp: dict[str, Any]) -> dict[str, Any]:
     assert "result" in resp, resp
-    return resp["result"]
+    out: dict[str, Any] = resp["result"]
+    return out
 
 
 def error(resp: dict[str, Any], code: int) -> dict[str, Any]:
     assert "error" in resp, resp
     assert resp["error"]["code"] == code, resp
-    return resp["error"]
+    out: dict[str, Any] = resp["error"]
+    return out
 
 
 def text_of(resp: dict[str, Any]) -> str:
     r = result(resp)
     assert r["resultType"] == "complete", r
-    return r["content"][0]["text"]
+    text: str = r["content"][0]["text"]
+    return text
 
 
 def accept(**content: Any) -> dict[str, Any]:
@@ -107,7 +110,8 @@ def test_multi_round_with_changing_state(srv: ServerProcess) -> None:
 
 
 def _count(srv: ServerProcess) -> int:
-    return result(call(srv, "call_count"))["structuredContent"]["result"]
+    count: int = result(call(srv, "call_count"))["structuredContent"]["result"]
+    return count
 
 
 @pytest.mark.parametrize(
@@ -419,7 +423,7 @@ def test_only_three_methods_may_ask(srv: ServerProcess) -> None:
 
 def test_capability_rules_for_each_kind_of_request() -> None:
     from mcpline import elicit, elicit_url, list_roots, sample
-    from mcpline.server.mrtr import can_ask, missing_capabilities
+    from mcpline.server.mrtr import InputRequest, can_ask, missing_capabilities
 
     form, url = elicit("m", {"x": str}), elicit_url("m", "https://example.com/x")
     plain = sample("hi", 5)
@@ -427,7 +431,7 @@ def test_capability_rules_for_each_kind_of_request() -> None:
     with_context = sample("hi", 5, include_context="thisServer")
     none_context = sample("hi", 5, include_context="none")
     roots = list_roots()
-    cases = [
+    cases: list[tuple[dict[str, Any], InputRequest, bool]] = [
         ({}, form, False),
         ({"elicitation": {}}, form, True),
         ({"elicitation": {"form": {}}}, form, True),

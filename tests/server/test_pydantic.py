@@ -276,7 +276,7 @@ def test_what_cannot_be_honoured_fails_at_registration_naming_the_parameter() ->
         """O."""
         return ""
 
-    cases = [
+    cases: list[tuple[Callable[..., Any], str]] = [
         (alias, "parameter 'x': Field(alias=...) cannot be honoured"),
         (unknown, "parameter 'x': the Annotated metadata a Marker object cannot be honoured"),
         (unknown_with_pydantic, "parameter 'x': the Annotated metadata a Marker object"),

@@ -103,7 +103,7 @@ def test_tools_list_is_deterministic_and_paginated(spawn: Spawn) -> None:
     cursor = None
     pages = 0
     while True:
-        params = {"cursor": cursor} if cursor else {}
+        params: dict[str, Any] = {"cursor": cursor} if cursor else {}
         res = p.request("tools/list", params)["result"]
         assert len(res["tools"]) <= 3 and res["ttlMs"] == 0 and "cacheScope" in res
         names += [t["name"] for t in res["tools"]]

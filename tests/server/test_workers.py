@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
 from mcpline.server.workers import WorkerPool
 
+T = TypeVar("T")
 
-def run(coro):  # type: ignore[no-untyped-def]
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
@@ -33,9 +38,14 @@ def test_results_and_exceptions_come_back() -> None:
 
 
 def test_many_calls_are_all_answered_in_batches() -> None:
+    def square(i: int) -> int:
+        return i * i
+
     async def main() -> None:
         pool = WorkerPool(8)
-        results = await asyncio.gather(*(pool.run(lambda i=i: i * i) for i in range(2000)))
+        results = await asyncio.gather(
+            *(pool.run(functools.partial(square, i)) for i in range(2000))
+        )
         assert results == [i * i for i in range(2000)]
         assert pool.threads <= 8 and pool.running == 0
         pool.shutdown()

@@ -59,13 +59,16 @@ def wait_for(path: Path, timeout: float = 5.0) -> bool:
 
 # --- bad task ids --------------------------------------------------------------------------------
 
+BY_ID: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("tasks/get", {}),
+    ("tasks/update", {"inputResponses": {}}),
+    ("tasks/cancel", {}),
+)
+"""The methods that name a task by id, with the other params each needs."""
+
 
 def test_unknown_and_malformed_task_ids(srv: ServerProcess) -> None:
-    for method, extra in (
-        ("tasks/get", {}),
-        ("tasks/update", {"inputResponses": {}}),
-        ("tasks/cancel", {}),
-    ):
+    for method, extra in BY_ID:
         err = error(srv.request(method, {"taskId": "no-such-task", **extra}, caps=FULL))
         assert err["code"] == -32602 and err["message"].endswith("Task not found"), err
         assert error(srv.request(method, {"taskId": 7, **extra}, caps=FULL))["code"] == -32602
@@ -268,11 +271,7 @@ def test_tasks_are_bound_to_their_principal(http_auth: HttpServer) -> None:
     assert mine["result"]["content"][0]["text"] == "principal=alice"
 
     unknown = http_call(http_auth, "tasks/get", {"taskId": "no-such-task"}, "bob-token")["error"]
-    for method, extra in (
-        ("tasks/get", {}),
-        ("tasks/update", {"inputResponses": {}}),
-        ("tasks/cancel", {}),
-    ):
+    for method, extra in BY_ID:
         foreign = http_call(http_auth, method, {"taskId": task_id, **extra}, "bob-token")["error"]
         gone = http_call(http_auth, method, {"taskId": "no-such-task", **extra}, "bob-token")
         assert foreign == gone["error"], (method, foreign)  # a foreign id is an unknown id

@@ -187,10 +187,12 @@ def send(
     return Reply(resp.status, hdrs, resp.read())
 
 
-def post(server: HttpServer, body: bytes, headers: dict[str, str], **kw: Any) -> Reply:
+def post(
+    server: HttpServer, body: bytes | None, headers: dict[str, str], *, method: str = "POST"
+) -> Reply:
     conn = server.connection()
     try:
-        return send(conn, body, headers, path=server.path, **kw)
+        return send(conn, body, headers, method=method, path=server.path)
     finally:
         conn.close()
 

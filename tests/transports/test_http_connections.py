@@ -195,7 +195,7 @@ class FakeTransport(asyncio.Transport):
     def close(self) -> None:
         self.aborted = True
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:  # type: ignore[override]
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         self.buffered += len(data)
 
 

@@ -232,8 +232,8 @@ def test_hosts() -> None:
     gate = Gatekeeper()
     for host in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000", "LOCALHOST", "127.1"):
         assert gate.host_allowed(host, LOOPBACK), host
-    for host in ("evil.example.com", "evil.example.com:8000", None, "[::1", "a:b:c"):
-        assert not gate.host_allowed(host, LOOPBACK), host
+    for bad in ("evil.example.com", "evil.example.com:8000", None, "[::1", "a:b:c"):
+        assert not gate.host_allowed(bad, LOOPBACK), bad
     assert gate.host_allowed("anything.example.com", ("0.0.0.0", 8000))
     assert gate.host_allowed("anything", None)
     named = Gatekeeper(allowed_hosts=["mcp.example.com"])

@@ -93,7 +93,12 @@ def test_log_messages_follow_the_requests_log_level(srv: HttpServer) -> None:
     quiet = call(srv, 1, "tools/call", {"name": "chatter"})
     assert quiet.headers["content-type"] == "application/json"  # no logLevel: nothing sent
     loud = call(
-        srv, 2, "tools/call", {"name": "chatter"}, **{"io.modelcontextprotocol/logLevel": "warning"}
+        srv,
+        2,
+        "tools/call",
+        {"name": "chatter"},
+        None,
+        **{"io.modelcontextprotocol/logLevel": "warning"},
     )
     levels = [m["params"]["level"] for m in loud.messages if m.get("method")]
     assert levels == ["warning", "error"]
@@ -173,7 +178,7 @@ def test_missing_content_type_and_accept(srv: HttpServer) -> None:
 
 def test_unsupported_version_in_both_header_and_body_is_32022(srv: HttpServer) -> None:
     h = modern_headers("server/discover", **{"MCP-Protocol-Version": "v999.0.0"})
-    r = post(srv, request_body(301, "server/discover", **{PV: "v999.0.0"}), h)
+    r = post(srv, request_body(301, "server/discover", None, **{PV: "v999.0.0"}), h)
     err = error_of(r, 400, -32022, 301)
     assert err["data"] == {"supported": [MODERN], "requested": "v999.0.0"}
 
@@ -181,7 +186,7 @@ def test_unsupported_version_in_both_header_and_body_is_32022(srv: HttpServer) -
 def test_header_body_mismatch_comes_before_the_version_check(srv: HttpServer) -> None:
     r = post(
         srv,
-        request_body(302, "server/discover", **{PV: "v999.0.0"}),
+        request_body(302, "server/discover", None, **{PV: "v999.0.0"}),
         modern_headers("server/discover"),
     )
     assert "MCP-Protocol-Version" in error_of(r, 400, -32020, 302)["message"]
@@ -466,7 +471,7 @@ def test_ten_thousand_bad_requests_leave_tasks_and_memory_flat(srv: HttpServer) 
         (request_body(1, "tools/list"), modern_headers("prompts/list")),
         (request_body(1, "nope"), modern_headers("nope")),
         (request_body(1, "tools/list"), {**modern_headers("tools/list"), "Accept": "text/html"}),
-        (request_body(1, "tools/list", **{PV: "v9"}), modern_headers("tools/list")),
+        (request_body(1, "tools/list", None, **{PV: "v9"}), modern_headers("tools/list")),
         (request_body(1, "tools/list"), {**modern_headers("tools/list"), "Origin": "http://x"}),
         (b'{"jsonrpc":"2.0","method":"notifications/x"}', modern_headers("x")),
         (

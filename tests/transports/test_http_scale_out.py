@@ -65,7 +65,7 @@ def request(
     """A well-formed 2026-07-28 request on ``conn`` (kept alive), headers mirrored."""
     p = params or {}
     name = p.get("name") if method == "tools/call" else None
-    caps = {"elicitation": {}}
+    caps: dict[str, Any] = {"elicitation": {}}
     reply = send_on(conn, body_of(id, method, p, caps=caps), modern_headers(method, name))
     check_wire(reply, method)
     return reply

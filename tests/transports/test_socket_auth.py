@@ -27,11 +27,15 @@ def test_anything_but_json_rpc_is_refused(token: str | None, first: bytes) -> No
     assert gate.feed(PING) == b""  # nothing passes afterwards either
 
 
+def _fed(gate: Gate, data: bytes) -> tuple[bytes, Verdict]:
+    """What ``gate`` passes of ``data``, and its verdict afterwards."""
+    return gate.feed(data), gate.verdict
+
+
 def test_without_a_token_json_passes_whole_once_the_first_byte_is_seen() -> None:
     gate = Gate(None)
-    assert gate.feed(b" \r\n") == b"" and gate.verdict is Verdict.WAIT
-    assert gate.feed(b"{") == b" \r\n{"
-    assert gate.verdict is Verdict.OPEN
+    assert _fed(gate, b" \r\n") == (b"", Verdict.WAIT)
+    assert _fed(gate, b"{") == (b" \r\n{", Verdict.OPEN)
     assert gate.feed(PING) == PING
 
 

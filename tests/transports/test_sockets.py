@@ -12,8 +12,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.posix_only(reason="Unix socket listeners, signals and k
 
 QUICKSTART = EXAMPLES / "quickstart.py"
 TOUCH_SERVER = FIXTURES / "socket_server.py"
+T = TypeVar("T")
 MCPLINE = str(Path(sys.executable).with_name("mcpline"))
 
 
@@ -103,8 +105,8 @@ def servers() -> Iterator[list[Listening]]:
         assert s.proc.stdout.read() == b"", "a socket server wrote to its stdout"
 
 
-def run(coro, timeout: float = 40.0):  # type: ignore[no-untyped-def]
-    async def bounded():  # type: ignore[no-untyped-def]
+def run(coro: Coroutine[Any, Any, T], timeout: float = 40.0) -> T:
+    async def bounded() -> T:
         return await asyncio.wait_for(coro, timeout)
 
     return asyncio.run(bounded())
@@ -256,8 +258,12 @@ def test_connect_to_nothing_is_a_clear_error(short_tmp: Path) -> None:
 
 
 def _line(rid: int, method: str, params: dict[str, object] | None = None) -> bytes:
-    msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"_meta": meta()}}
-    msg["params"].update(params or {})  # type: ignore[union-attr]
+    msg = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": method,
+        "params": {"_meta": meta(), **(params or {})},
+    }
     return json.dumps(msg).encode() + b"\n"
 
 
@@ -395,7 +401,9 @@ def test_the_client_finds_the_token_in_the_file_the_env_and_token_file(
     call[-1] = srv.address
     proc = subprocess.run(call, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no token was found" in proc.stderr
-    proc = subprocess.run([*call, "--token-file", str(secret)], capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [*call, "--token-file", str(secret)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
 
     async def main() -> None:

@@ -29,8 +29,8 @@ from ..spec import (
 )
 
 if TYPE_CHECKING:
-    from ..server._dispatch import Method
     from ..server.engine import Exchange
+    from ..server.eras import Method
 
 log = logging.getLogger("mcpline.bridge")
 

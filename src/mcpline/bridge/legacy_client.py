@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from .._version import version as mcpline_version
 from ..errors import ClientError, ConnectionLost, InternalError, JsonRpcError
 from ..protocol.meta import modern_meta
-from ..server._dispatch import Handler, Method
 from ..server.context import Context
+from ..server.eras import Handler, Method
 from ..server.legacy import LegacyEra
 from ..server.mrtr import InputRequest, InputRequired
 from ..spec import (

@@ -1,5 +1,6 @@
-"""`mcpline.client.oauth.OAuth` from plain settings: the ``auth`` object of an
-``mcpServers`` config entry, or the CLI's ``--auth KEY=VALUE`` options.
+"""The arguments of `mcpline.client.oauth.OAuth` from plain settings (the ``auth`` object of
+an ``mcpServers`` config entry, or the CLI's ``--auth KEY=VALUE`` options), for
+`mcpline.client.oauth.oauth_settings`.
 
 ``grant`` picks the flow: ``authorization_code`` (the default: a browser),
 ``client_credentials``, ``workload_identity`` or ``identity_assertion``; the other keys
@@ -12,13 +13,10 @@ are that flow's arguments. Secrets come from files (``client_secret_file``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 from ._oauth_grants import ClientCredentials, Grant, IdentityAssertion, WorkloadIdentity
 from ._oauth_stores import TokenStore
-
-if TYPE_CHECKING:
-    from .oauth import OAuth
 
 GRANTS = ("authorization_code", "client_credentials", "workload_identity", "identity_assertion")
 _COMMON = {"grant", "dpop", "scopes", "client_id", "client_secret", "client_secret_file"}
@@ -61,13 +59,24 @@ def _flag(value: Any, key: str) -> bool | None:
     raise ValueError(f"auth {key} must be true or false")
 
 
-def oauth_settings(
-    settings: Mapping[str, Any], *, client_name: str = "mcpline", store: TokenStore | None = None
-) -> OAuth:
-    """The `OAuth` ``settings`` describe (see the module docs); ValueError names what is wrong
-    (never a secret's value)."""
-    from .oauth import OAuth
+class OAuthArguments(TypedDict):
+    """The keyword arguments of `mcpline.client.oauth.OAuth` that settings give."""
 
+    client_name: str
+    client_id: str | None
+    client_secret: str | None
+    token_endpoint_auth_method: str | None
+    scopes: list[str] | None
+    store: TokenStore | None
+    grant: Grant | None
+    dpop: bool | None
+
+
+def oauth_arguments(
+    settings: Mapping[str, Any], *, client_name: str = "mcpline", store: TokenStore | None = None
+) -> OAuthArguments:
+    """The `OAuth` arguments ``settings`` describe (see the module docs); ValueError names what
+    is wrong (never a secret's value)."""
     grant_name = str(settings.get("grant") or "authorization_code").replace("-", "_")
     if grant_name not in _KEYS:
         raise ValueError(f"auth grant must be one of {', '.join(GRANTS)}, not {grant_name!r}")
@@ -129,7 +138,7 @@ def oauth_settings(
             id_token_command=s.get("id_token_command"),
             token_endpoint_auth_method=s.get("token_endpoint_auth_method"),
         )
-    return OAuth(
+    return OAuthArguments(
         client_name=client_name,
         client_id=client_id if grant is None else None,
         client_secret=secret if grant is None else None,
@@ -141,4 +150,4 @@ def oauth_settings(
     )
 
 
-__all__ = ["GRANTS", "oauth_settings"]
+__all__ = ["GRANTS", "OAuthArguments", "oauth_arguments"]

@@ -38,12 +38,12 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import AuthError
-from ._oauth_config import oauth_settings
+from ._oauth_config import oauth_arguments
 from ._oauth_dpop import DPoPKey
 from ._oauth_grants import (
     ClientAuth,
@@ -678,6 +678,17 @@ class OAuth:
         self._generation += 1
         await self.store.save(self._key(url), token)
         log.info("authorized with %s (%s)", issuer, form["grant_type"])
+
+
+def oauth_settings(
+    settings: Mapping[str, Any], *, client_name: str = "mcpline", store: TokenStore | None = None
+) -> OAuth:
+    """The `OAuth` plain ``settings`` describe: the ``auth`` object of an ``mcpServers`` config
+    entry, or the CLI's ``--auth KEY=VALUE`` options. ``grant`` picks the flow
+    (``authorization_code``, the default, ``client_credentials``, ``workload_identity`` or
+    ``identity_assertion``); the other keys are that flow's arguments (docs/auth.md).
+    ValueError names what is wrong (never a secret's value)."""
+    return OAuth(**oauth_arguments(settings, client_name=client_name, store=store))
 
 
 __all__ = [

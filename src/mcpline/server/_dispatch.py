@@ -1,18 +1,17 @@
 """The built-in methods of a server: their handlers, capabilities, pagination and results.
 
-`Dispatcher` answers what the eras ask of a server (`mcpline.server.eras.EraHost`): which
-method serves a name, what is offered, and how a modern result is finished; its handlers
-read the `Server`'s registry.
+`Dispatcher` answers what the eras ask of a server (`mcpline.server.eras.EraHost` and
+`mcpline.server.eras.ModernHost`): which method serves a name, what is offered, and how a
+modern result is finished; its handlers read the `Server`'s registry. Listens and tasks,
+which it builds, see it only as what they name of it
+(`mcpline.server.subscriptions.ListenHost`, `mcpline.server._task_runs.TaskHost`).
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
-
-import msgspec
 
 from ..errors import InvalidParams, MethodNotFound, MissingCapabilityError
 from ..jsonrpc import MISSING
@@ -39,30 +38,19 @@ from ..spec import (
     TOOLS_LIST,
 )
 from .context import Context
+from .eras import Method
 from .mrtr import InputRequired, refuse, run_modern
 from .registry import LISTED_KINDS
 from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
     from ._lifespan import Services
+    from ._options import ServerOptions
     from .engine import Engine
     from .registry import Registry
     from .scopes import Kind
-    from .server import ServerOptions
     from .subscriptions import Subscriptions
     from .tasks import TaskManager
-
-Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-class Method(msgspec.Struct, frozen=True):
-    """A request method: its handler and the server capability that must be advertised."""
-
-    handler: Handler
-    capability: str | None = None
-    waits_for_lifespan: bool = True
-    long_lived: bool = False
-    """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
 
 
 def _takes_tasks(ctx: Context) -> bool:

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -22,7 +22,8 @@ from ..spec import INTERNAL_ERROR, PROGRESS, TOOLS_CALL
 from ._task_handle import Task, shaped
 from ._task_records import ENDED, STOPPED, failed
 from .context import Context
-from .engine import Exchange, Phase
+from .engine import Engine, Exchange, Phase
+from .eras import EraHost
 from .mrtr import InputRequired, select_requests
 from .outbound import Kind
 from .task_quota import QuotaExceeded, TaskQuota
@@ -30,11 +31,37 @@ from .task_store import TaskRecord, TaskStore, now_ms
 from .tools import Deferred, Tool, invoke
 
 if TYPE_CHECKING:
-    from ._dispatch import Dispatcher
+    from ._lifespan import Services
+    from ._options import ServerOptions
+    from .registry import Registry
+    from .subscriptions import Subscriptions
 
 log = logging.getLogger("mcpline.server")
 
 _PROGRESS_TOKEN = "mcpline-task"
+
+
+class TaskHost(EraHost, Protocol):
+    """What the tasks extension asks of the server's method table (`mcpline.server._dispatch`):
+    what a context's host offers, and the server's options, services, registry, engine and
+    listens."""
+
+    @property
+    def options(self) -> ServerOptions: ...
+
+    @property
+    def services(self) -> Services: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def subscriptions(self) -> Subscriptions: ...
+
+    def has_subscriptions(self) -> bool: ...
 
 
 class _TaskBinding:
@@ -102,7 +129,7 @@ class Run:
 class TaskRuns:
     """The part of `TaskManager` (its base class) that runs tasks in this process."""
 
-    _d: Dispatcher
+    _d: TaskHost
     store: TaskStore
     quota: TaskQuota
     worker: str
@@ -328,4 +355,4 @@ class TaskRuns:
             self._writing.discard(task_id)
 
 
-__all__ = ["Run", "TaskRuns"]
+__all__ = ["Run", "TaskHost", "TaskRuns"]

@@ -26,7 +26,7 @@ from .engine import FINAL, Exchange, Phase
 from .outbound import Action, Kind, decide
 
 if TYPE_CHECKING:
-    from .server import Server
+    from .runtime import Served
 
 log = logging.getLogger("mcpline.server")
 
@@ -36,7 +36,7 @@ class Connection:
 
     def __init__(
         self,
-        server: Server,
+        server: Served,
         write: Callable[[bytes], None],
         *,
         pause_reading: Callable[[], None] = lambda: None,

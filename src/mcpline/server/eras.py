@@ -9,16 +9,29 @@ changes (lists, resources) go to every era in turn, in that one place.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
 
 from ..jsonrpc import Notification, Response
 from ..protocol.meta import validate_request_meta
 from .context import Context
 
 if TYPE_CHECKING:
-    from ._dispatch import Dispatcher, Method
     from .engine import Exchange, Peer, Routed
+
+Handler = Callable[[Context, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Method(msgspec.Struct, frozen=True):
+    """A request method: its handler and the server capability that must be advertised."""
+
+    handler: Handler
+    capability: str | None = None
+    waits_for_lifespan: bool = True
+    long_lived: bool = False
+    """Stays open until ended (``subscriptions/listen``): not counted against max_in_flight."""
 
 
 class EraHost(Protocol):
@@ -50,6 +63,39 @@ class EraHost(Protocol):
         ...
 
 
+class Listens(Protocol):
+    """Where list changes and resource updates reach the open ``subscriptions/listen``
+    streams of a peer."""
+
+    def list_changed(self, peer: Peer, kind: str) -> None: ...
+
+    def resource_updated(self, peer: Peer, uri: str) -> None: ...
+
+
+class ModernHost(EraHost, Protocol):
+    """What the modern era asks of the server's method table, beyond `EraHost`."""
+
+    @property
+    def supported_versions(self) -> tuple[str, ...]: ...
+
+    def modern_method(self, name: str) -> Method:
+        """The method serving ``name``; -32601 when there is none."""
+        ...
+
+    def call(
+        self, method: Method, ctx: Context, params: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]]:
+        """Run ``method`` (after the lifespan hook) and finish its result."""
+        ...
+
+    def has_subscriptions(self) -> bool:
+        """Whether a listen was ever opened (else there is nothing to notify)."""
+        ...
+
+    @property
+    def subscriptions(self) -> Listens: ...
+
+
 class Era(Protocol):
     """One way of speaking MCP, as the engine sees it."""
 
@@ -78,7 +124,7 @@ class Era(Protocol):
 class ModernEra:
     """2026-07-28: every request stands alone, described by its ``_meta``."""
 
-    def __init__(self, dispatch: Dispatcher) -> None:
+    def __init__(self, dispatch: ModernHost) -> None:
         self._dispatch = dispatch
 
     def route(self, exchange: Exchange) -> Routed:
@@ -113,5 +159,9 @@ class ModernEra:
 __all__ = [
     "Era",
     "EraHost",
+    "Handler",
+    "Listens",
+    "Method",
     "ModernEra",
+    "ModernHost",
 ]

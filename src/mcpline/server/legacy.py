@@ -70,9 +70,8 @@ from .outbound import Kind
 from .tools import error_result
 
 if TYPE_CHECKING:
-    from ._dispatch import Method
     from .engine import Exchange, Peer, Routed
-    from .eras import EraHost
+    from .eras import EraHost, Method
 
 log = logging.getLogger("mcpline.server")
 

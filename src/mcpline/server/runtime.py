@@ -10,7 +10,7 @@ forwarding one) gives its runtime that engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ._lifespan import Services
@@ -34,4 +34,18 @@ class Runtime:
     """What the server serves (read only)."""
 
 
-__all__ = ["Runtime"]
+class Served(Protocol):
+    """What a transport reads of the server it serves (a `mcpline.Server` is one): its
+    `Runtime`, and the options and registry that runtime holds."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def options(self) -> ServerOptions: ...
+
+    @property
+    def registry(self) -> Registry: ...
+
+
+__all__ = ["Runtime", "Served"]

@@ -19,17 +19,25 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from ..protocol.state import MemoryNonceLedger
 
 if TYPE_CHECKING:
-    from .server import Server
+    from ..protocol.state import NonceLedger
+    from .bus import NotificationBus
 
 BUS_ENV = "MCPLINE_BUS_URL"
 """The environment variable ``mcpline run`` reads the bus URL from (``--bus`` sets it too)."""
 SCHEMES = ("redis", "rediss", "unix")
+
+
+class Scalable(Protocol):
+    """What `attach` and `missing` read and set of a server (a `mcpline.Server` is one)."""
+
+    bus: NotificationBus | None
+    nonce_ledger: NonceLedger | None
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ def _shown(url: str) -> str:
         )
 
 
-def attach(server: Server, url: str) -> Attached:
+def attach(server: Scalable, url: str) -> Attached:
     """Give ``server`` a `RedisBus` and a `RedisNonceLedger` on ``url`` where it lacks them
     (see the module docstring); before it serves. `ValueError`/`ImportError` as `check_url`."""
     from .redis_bus import RedisBus, RedisNonceLedger
@@ -95,13 +103,13 @@ def attach(server: Server, url: str) -> Attached:
     return Attached(bus, ledger)
 
 
-def attach_from_env(server: Server, environ: Mapping[str, str] = os.environ) -> Attached | None:
+def attach_from_env(server: Scalable, environ: Mapping[str, str] = os.environ) -> Attached | None:
     """`attach` with ``$MCPLINE_BUS_URL``; None (and nothing done) when it is unset or empty."""
     url = environ.get(BUS_ENV)
     return attach(server, url) if url else None
 
 
-def missing(server: Server) -> list[str]:
+def missing(server: Scalable) -> list[str]:
     """What ``server`` lacks to run as several processes: ``"bus"`` (listens hear only the
     changes of their own process), ``"ledger"`` (a ``requestState`` can be used once in
     each process)."""
@@ -120,5 +128,6 @@ __all__ = [
     "BUS_ENV",
     "check_url",
     "missing",
+    "Scalable",
     "SCHEMES",
 ]

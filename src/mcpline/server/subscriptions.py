@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JsonRpcError
 from ..jsonrpc import notification, result_response
@@ -33,7 +33,6 @@ from .context import Context
 from .outbound import Kind
 
 if TYPE_CHECKING:
-    from ._dispatch import Dispatcher
     from .engine import Exchange, Peer
 
 log = logging.getLogger("mcpline.server")
@@ -45,6 +44,33 @@ FLAG_CAPABILITY = {
     "promptsListChanged": "prompts",
     "resourcesListChanged": "resources",
 }
+
+
+class TaskListens(Protocol):
+    """What a listen asks of the tasks extension (`mcpline.server.tasks.TaskManager`)."""
+
+    async def listen_ids(self, ctx: Context, requested: Any) -> list[str]:
+        """The ``taskIds`` of ``requested`` this caller may watch."""
+        ...
+
+    async def announce(self, sub: Listen) -> None:
+        """Send ``sub`` the current state of each task it watches."""
+        ...
+
+
+class ListenHost(Protocol):
+    """What listens ask of the server's method table (`mcpline.server._dispatch`)."""
+
+    def capabilities(self) -> dict[str, Any]: ...
+
+    def offers(self, capability: str) -> bool: ...
+
+    def watchable(self, uri: str) -> bool: ...
+
+    @property
+    def tasks(self) -> TaskListens: ...
+
+    def finish_result(self, result: dict[str, Any]) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -114,7 +140,7 @@ class Subscriptions:
 
     max_per_connection = 1024
 
-    def __init__(self, dispatch: Dispatcher) -> None:
+    def __init__(self, dispatch: ListenHost) -> None:
         self._dispatch = dispatch
 
     def available(self) -> bool:
@@ -231,6 +257,8 @@ __all__ = [
     "FLAG_CAPABILITY",
     "honour",
     "Listen",
+    "ListenHost",
     "LISTENS_KEY",
     "Subscriptions",
+    "TaskListens",
 ]

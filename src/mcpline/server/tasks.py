@@ -67,7 +67,7 @@ from ._task_records import (
     required_extension,
     task_json,
 )
-from ._task_runs import Run, TaskRuns
+from ._task_runs import Run, TaskHost, TaskRuns
 from .context import Context
 from .mrtr import InputRequest, check_answer
 from .task_quota import TASK_QUOTA_EXCEEDED, QuotaExceeded, Refusal, TaskQuota, resolve_quota
@@ -75,7 +75,6 @@ from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, n
 from .tools import Deferred, Tool, invoke
 
 if TYPE_CHECKING:
-    from ._dispatch import Dispatcher
     from .subscriptions import Listen
 
 log = logging.getLogger("mcpline.server")
@@ -131,7 +130,7 @@ class TaskManager(TaskRuns):
     watch_every = 0.5
     """Seconds between polls of a shared store for the tasks listens watch."""
 
-    def __init__(self, dispatch: Dispatcher, store: TaskStore) -> None:
+    def __init__(self, dispatch: TaskHost, store: TaskStore) -> None:
         self._d = dispatch
         self.store = store
         self.quota: TaskQuota = resolve_quota(dispatch.options.task_quota)

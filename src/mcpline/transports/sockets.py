@@ -34,7 +34,7 @@ from .auth import Gate, Verdict, new_token, write_token_file
 
 if TYPE_CHECKING:
     from ..server.connection import Connection
-    from ..server.server import Server
+    from ..server.runtime import Served
 
 log = logging.getLogger("mcpline.server")
 
@@ -67,7 +67,7 @@ class _Listener:
     ``pending`` holds the connections still at the gate, oldest first (a dict keeps the
     order); ``active`` those let through."""
 
-    server: Server
+    server: Served
     token: str | None
     max_connections: int
     idle_timeout: float | None
@@ -271,7 +271,7 @@ class _ServerProtocol(asyncio.Protocol):
 
 
 async def serve_socket(
-    server: Server,
+    server: Served,
     address: str,
     *,
     ready: Any = None,
@@ -422,7 +422,7 @@ def _remove_stale_socket(path: str) -> None:
         probe.close()
 
 
-def serve_address(server: Server, address: str, **options: Any) -> None:
+def serve_address(server: Served, address: str, **options: Any) -> None:
     """Serve ``server`` on ``unix:/path`` or ``tcp:HOST:PORT`` until SIGTERM/SIGINT.
 
     ``options`` are those of `serve_socket` plus ``uvloop``; a `ListenError` is one

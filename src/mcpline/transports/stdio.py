@@ -31,7 +31,7 @@ from .._platform import (
 
 if TYPE_CHECKING:
     from ..server.connection import Connection
-    from ..server.server import Server
+    from ..server.runtime import Served
 
 log = logging.getLogger("mcpline.server")
 
@@ -156,7 +156,7 @@ def _hard_exit(code: int) -> None:
 
 
 async def serve_fds(
-    server: Server, in_fd: int, out_fd: int, *, parent_poll: float | None = 0.5
+    server: Served, in_fd: int, out_fd: int, *, parent_poll: float | None = 0.5
 ) -> None:
     """Serve one connection over two file descriptors until EOF, a shutdown signal
     (`mcpline._platform.SHUTDOWN_SIGNALS`) or parent death."""
@@ -210,7 +210,7 @@ async def serve_fds(
 
 
 def serve_stdio(
-    server: Server, *, parent_poll: float | None = 0.5, uvloop: bool | None = None
+    server: Served, *, parent_poll: float | None = 0.5, uvloop: bool | None = None
 ) -> None:
     """Serve ``server`` on this process's stdin/stdout; returns when the client is gone.
 

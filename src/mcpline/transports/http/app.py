@@ -34,7 +34,7 @@ from .timers import FixedDelayTimers
 
 if TYPE_CHECKING:
     from ...server.engine import Engine
-    from ...server.server import Server
+    from ...server.runtime import Served
     from .modern import PostPeer
 
 log = logging.getLogger("mcpline.server")
@@ -84,7 +84,7 @@ class HttpApp:
 
     def __init__(
         self,
-        server: Server,
+        server: Served,
         path: str = "/mcp",
         *,
         allowed_origins: Iterable[str] = (),

@@ -19,14 +19,15 @@ import socket
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from ...addresses import canonical_host, is_loopback
 from ...protocol.state import STATE_KEY_ENV, env_key_problem
+from ...server.scale_out import Scalable
 
 if TYPE_CHECKING:
-    from ...server.server import Server
+    from ...server._options import ServerOptions
     from .app import HttpApp
 
 TARGET_ENV = "MCPLINE_HTTP_TARGET"
@@ -41,6 +42,16 @@ DEFAULT_WRITE_TIMEOUT = 30.0
 """Seconds a reader may leave the server's writes unread (the socket's buffer full)."""
 
 log = logging.getLogger("mcpline.server")
+
+
+class HttpServed(Scalable, Protocol):
+    """What serving over HTTP reads of a server (a `mcpline.Server` is one): its options and
+    its ASGI app, and the bus and nonce ledger its workers attach (`mcpline.server.scale_out`)."""
+
+    @property
+    def options(self) -> ServerOptions: ...
+
+    def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp: ...
 
 
 class HttpError(Exception):
@@ -242,7 +253,7 @@ def freeze_heap(app: HttpApp) -> None:
 
 
 def _checked(
-    server: Server,
+    server: HttpServed,
     path: str,
     app_options: dict[str, Any],
     max_connections: int | None,
@@ -259,7 +270,7 @@ def _checked(
 
 
 def serve(
-    server: Server,
+    server: HttpServed,
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
@@ -295,7 +306,7 @@ def serve(
         _uvicorn().Server(config).run(sockets=[sock])
 
 
-def serve_url(server: Server, url: str, **options: Any) -> None:
+def serve_url(server: HttpServed, url: str, **options: Any) -> None:
     """`serve` at ``http://HOST:PORT[/PATH]``; a failure to start is one line on stderr and
     exit status 2."""
     try:
@@ -312,7 +323,7 @@ def serve_workers(
     port: int,
     workers: int,
     *,
-    load: Callable[[str], Server],
+    load: Callable[[str], HttpServed],
     factory: Callable[[], HttpApp],
     path: str = "/mcp",
     max_connections: int | None = None,
@@ -370,7 +381,7 @@ def serve_workers(
     Multiprocess(config, sockets=[sock]).run()
 
 
-def _warn_unshared(server: Server, workers: int) -> None:
+def _warn_unshared(server: HttpServed, workers: int) -> None:
     """One warning line when the workers would not share changes or used states."""
     from ...server.scale_out import BUS_ENV, attach_from_env, missing
 
@@ -394,7 +405,7 @@ def _warn_unshared(server: Server, workers: int) -> None:
     )
 
 
-def worker_app(server: Server, **extra: Any) -> HttpApp:
+def worker_app(server: HttpServed, **extra: Any) -> HttpApp:
     """The app of one worker process of `serve_workers`, for ``server`` (the file imported
     again in that process): its bus from ``$MCPLINE_BUS_URL``, the options `serve_workers`
     was given and ``extra`` (those that are no JSON, such as ``verify_token``)."""
@@ -418,6 +429,7 @@ __all__ = [
     "exposure_warning",
     "freeze_heap",
     "HttpError",
+    "HttpServed",
     "OPTIONS_ENV",
     "parse_bind",
     "parse_url",
