@@ -1,0 +1,91 @@
+"""The OAuth proxy's tests: ``mcpline run --http --oauth-proxy`` in front of `scoped_server`,
+signing users in at the test authorization server (`authz_server`, the identity provider),
+and a scripted browser that goes through the consent page and the provider's redirects."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from typing import Any
+
+from ..transports.http_util import MCPLINE, HttpServer, free_port
+from .authz_server import UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET
+from .rs_util import SCOPED, Authz
+
+SCOPES = "notes:read notes:write"
+FIELD = re.compile(r'<input type=hidden name=(\w+) value="([^"]*)">')
+ACTION = re.compile(r'<form method=post action="([^"]*)">')
+
+
+def proxy_server(authz: Authz, extra: str = "", **env: str) -> HttpServer:
+    """``mcpline run scoped_server.py --http 127.0.0.1:PORT --oauth-proxy ...`` (INFO logs)."""
+    port = free_port()
+    spec = (
+        f"upstream={authz.url},client_id={UPSTREAM_CLIENT_ID},scopes={SCOPES},"
+        "allow_loopback_documents=true" + (f",{extra}" if extra else "")
+    )
+    argv = [MCPLINE, "run", str(SCOPED), "--http", f"127.0.0.1:{port}", "--oauth-proxy", spec]
+    secret = {"MCPLINE_OAUTH_PROXY_CLIENT_SECRET": UPSTREAM_CLIENT_SECRET}
+    return HttpServer(argv, {"MCPLINE_LOG_LEVEL": "INFO", **secret, **env})
+
+
+class ConsentPage:
+    """The consent form of one page: where it posts and its hidden fields."""
+
+    def __init__(self, html: str) -> None:
+        found = ACTION.search(html)
+        assert found is not None, html
+        self.action = unescape(found[1])
+        self.fields = {name: unescape(value) for name, value in FIELD.findall(html)}
+        self.html = html
+
+
+class Browser:
+    """A user at a browser (cookies kept, redirects followed one by one) who answers the
+    consent page with ``decision``."""
+
+    def __init__(self, decision: str = "approve") -> None:
+        import httpx2
+
+        self.decision = decision
+        self.http = httpx2.AsyncClient(follow_redirects=False, timeout=30)
+        self.pages: list[ConsentPage] = []
+        self.visited: list[str] = []
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def consent(self, url: str) -> ConsentPage | str:
+        """The consent page at ``url``, or where ``url`` redirected at once."""
+        r = await self.http.get(url)
+        self.visited.append(url)
+        if r.status_code in (302, 303):
+            return str(r.headers["location"])
+        assert r.status_code == 200, (r.status_code, r.text)
+        page = ConsentPage(r.text)
+        self.pages.append(page)
+        return page
+
+    async def follow(self, url: str, redirect_uri: str) -> str:
+        """Follow redirects from ``url`` until one goes to ``redirect_uri``; that URL."""
+        for _ in range(10):
+            if url.startswith(redirect_uri.split("?")[0]):
+                return url
+            r = await self.http.get(url)
+            self.visited.append(url)
+            assert r.status_code in (302, 303), (url, r.status_code, r.text)
+            url = str(r.url.join(r.headers["location"]))
+        raise AssertionError("too many redirects")
+
+    async def sign_in(self, url: str, redirect_uri: str) -> str:
+        """``on_authorize`` of `mcpline.client.oauth.OAuth`: the URL the client gets back."""
+        page = await self.consent(url)
+        if isinstance(page, str):
+            return page
+        return await self.submit(page, redirect_uri)
+
+    async def submit(self, page: ConsentPage, redirect_uri: str, **override: Any) -> str:
+        form = {**page.fields, "decision": self.decision, **override}
+        r = await self.http.post(page.action, data=form)
+        assert r.status_code in (302, 303), (r.status_code, r.text)
+        return await self.follow(str(r.headers["location"]), redirect_uri)
