@@ -4,9 +4,13 @@ and a scripted browser that goes through the consent page and the provider's red
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
+import secrets
 from html import unescape
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..transports.http_util import MCPLINE, HttpServer, free_port
 from .authz_server import UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET
@@ -89,3 +93,79 @@ class Browser:
         r = await self.http.post(page.action, data=form)
         assert r.status_code in (302, 303), (r.status_code, r.text)
         return await self.follow(str(r.headers["location"]), redirect_uri)
+
+
+def challenge_of(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+class Flow:
+    """One MCP client's raw OAuth exchanges with the proxy at ``issuer``."""
+
+    def __init__(self, issuer: str, browser: Browser) -> None:
+        self.issuer = issuer
+        self.browser = browser
+        self.http = browser.http
+        self.verifier = secrets.token_urlsafe(48)
+        self.state = secrets.token_urlsafe(12)
+        self.client: dict[str, Any] = {}
+
+    async def register(self, redirect_uri: str, **meta: Any) -> dict[str, Any]:
+        body = {"redirect_uris": [redirect_uri], "token_endpoint_auth_method": "none", **meta}
+        r = await self.http.post(self.issuer + "/oauth/register", json=body)
+        assert r.status_code == 201, r.text
+        self.client = r.json()
+        return self.client
+
+    def authorize_url(self, **override: str) -> str:
+        params = {
+            "response_type": "code",
+            "client_id": self.client["client_id"],
+            "redirect_uri": self.client["redirect_uris"][0],
+            "state": self.state,
+            "code_challenge": challenge_of(self.verifier),
+            "code_challenge_method": "S256",
+            "resource": self.issuer + "/mcp",
+        }
+        params.update(override)
+        return self.issuer + "/oauth/authorize?" + urlencode(params)
+
+    async def back(self, **override: str) -> dict[str, str]:
+        """The parameters the client's redirect URI receives at the end of the sign-in."""
+        url = await self.browser.sign_in(self.authorize_url(**override), self.redirect_uri)
+        return dict(parse_qsl(urlsplit(url).query))
+
+    @property
+    def redirect_uri(self) -> str:
+        uri: str = self.client["redirect_uris"][0]
+        return uri
+
+    async def token(self, auth: str = "none", **form: str) -> Any:
+        """POST the token endpoint with ``form``, authenticating as ``auth`` says."""
+        import httpx2
+
+        data = {**form}
+        headers: dict[str, str] = {}
+        cid, secret = self.client["client_id"], self.client.get("client_secret", "")
+        if auth == "client_secret_basic":
+            pair = f"{cid}:{secret}".encode()
+            headers["authorization"] = "Basic " + base64.b64encode(pair).decode()
+        elif auth == "client_secret_post":
+            data.update(client_id=cid, client_secret=secret)
+        else:
+            data.setdefault("client_id", cid)
+        r: httpx2.Response = await self.http.post(
+            self.issuer + "/oauth/token", data=data, headers=headers
+        )
+        return r
+
+    async def redeem(self, code: str, auth: str = "none", **form: str) -> Any:
+        fields = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri,
+            "code_verifier": self.verifier,
+            **form,
+        }
+        return await self.token(auth, **fields)
