@@ -21,16 +21,25 @@ FIELD = re.compile(r'<input type=hidden name=(\w+) value="([^"]*)">')
 ACTION = re.compile(r'<form method=post action="([^"]*)">')
 
 
-def proxy_server(authz: Authz, extra: str = "", **env: str) -> HttpServer:
-    """``mcpline run scoped_server.py --http 127.0.0.1:PORT --oauth-proxy ...`` (INFO logs)."""
+def proxy_server(authz: Authz, extra: str = "", *, discovery: bool = True) -> HttpServer:
+    """``mcpline run scoped_server.py --http 127.0.0.1:PORT --oauth-proxy ...`` (INFO logs),
+    the provider's endpoints discovered, or given as for GitHub (and ``client_secret_basic``
+    there)."""
     port = free_port()
+    if discovery:
+        upstream = f"upstream={authz.url}"
+    else:
+        upstream = (
+            f"authorization_url={authz.url}/authorize,token_url={authz.url}/token,"
+            f"userinfo_url={authz.url}/userinfo,upstream_auth=client_secret_basic"
+        )
     spec = (
-        f"upstream={authz.url},client_id={UPSTREAM_CLIENT_ID},scopes={SCOPES},"
+        f"{upstream},client_id={UPSTREAM_CLIENT_ID},scopes={SCOPES},"
         "allow_loopback_documents=true" + (f",{extra}" if extra else "")
     )
     argv = [MCPLINE, "run", str(SCOPED), "--http", f"127.0.0.1:{port}", "--oauth-proxy", spec]
     secret = {"MCPLINE_OAUTH_PROXY_CLIENT_SECRET": UPSTREAM_CLIENT_SECRET}
-    return HttpServer(argv, {"MCPLINE_LOG_LEVEL": "INFO", **secret, **env})
+    return HttpServer(argv, {"MCPLINE_LOG_LEVEL": "INFO", **secret})
 
 
 class ConsentPage:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Coroutine, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -37,9 +39,10 @@ def proxy(authz: Authz) -> Iterator[HttpServer]:
 
 @pytest.fixture(scope="module")
 def small(authz: Authz) -> Iterator[HttpServer]:
-    """A proxy with tiny limits: codes live 1 s, 2 sign-ins in progress per client, 3
-    registrations per address."""
-    server = proxy_server(authz, "code_ttl=1,max_pending_per_client=2,max_clients_per_address=3")
+    """A proxy with tiny limits (codes live 1 s, 2 sign-ins in progress per client, 3
+    registrations per address), given the provider's endpoints as for GitHub."""
+    limits = "code_ttl=1,max_pending_per_client=2,max_clients_per_address=3"
+    server = proxy_server(authz, limits, discovery=False)
     yield server
     server.stop()
 
@@ -114,6 +117,88 @@ def test_the_resource_metadata_names_the_proxy_and_the_metadata_its_endpoints(
     with_flow(proxy, body)
 
 
+# --- client ID metadata documents -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def documents() -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A loopback web server for client metadata documents: (its URL, path → body)."""
+    bodies: dict[str, bytes] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = bodies.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(body or b"{}")
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    server.shutdown()
+    thread.join(10)
+
+
+def test_a_client_id_metadata_document_signs_in(
+    proxy: HttpServer, documents: tuple[str, dict[str, bytes]]
+) -> None:
+    base, bodies = documents
+    url = base + "/clients/notes.json"
+    doc = {"client_id": url, "client_name": "Notes (document)", "redirect_uris": [REDIRECT]}
+    bodies["/clients/notes.json"] = json.dumps(doc).encode()
+    browser = Browser()
+
+    async def main() -> None:
+        auth = OAuth(on_authorize=browser.sign_in, client_metadata_url=url, redirect_uri=REDIRECT)
+        async with Client.http(issuer(proxy) + "/mcp", auth=auth, timeout=30) as c:
+            me = json.loads((await c.call_tool("whoami", {}))["content"][0]["text"])
+            assert me["client_id"] == url and me["subject"] == "user-42"
+        await browser.close()
+
+    run(main())
+    assert "Notes (document)" in browser.pages[0].html
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "why"),
+    [
+        (
+            "/other.json",
+            {"client_id": "https://a.example/x", "redirect_uris": [REDIRECT]},
+            "does not name its own URL as client_id",
+        ),
+        ("/missing.json", None, "answered HTTP 404"),
+        ("/huge.json", "x" * (65 * 1024), "is over 65536 bytes"),
+        (
+            "/secret.json",
+            {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"},
+            "token_endpoint_auth_method must be one of none",
+        ),
+    ],
+)
+def test_a_bad_metadata_document_is_refused(
+    proxy: HttpServer, documents: tuple[str, dict[str, bytes]], path: str, body: Any, why: str
+) -> None:
+    base, bodies = documents
+    if isinstance(body, dict) and body.get("token_endpoint_auth_method"):
+        body = {**body, "client_id": base + path}
+    if body is not None:
+        bodies[path] = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+
+    async def main(flow: Flow) -> None:
+        flow.client = {"client_id": base + path, "redirect_uris": [REDIRECT]}
+        r = await flow.http.get(flow.authorize_url())
+        assert r.status_code == 400 and "location" not in r.headers
+        assert why in r.text
+
+    with_flow(proxy, main)
+
+
 # --- the token endpoint ------------------------------------------------------------------
 
 
@@ -130,6 +215,7 @@ def test_each_client_authentication_and_a_rotating_refresh_token(
         assert r.status_code == 200, r.text
         assert r.headers["cache-control"] == "no-store"
         first = r.json()
+        secrets = [back["code"], first["access_token"], first["refresh_token"]]
         assert first["token_type"] == "Bearer" and first["scope"] == "notes:read"
         assert first["expires_in"] == 900
         refreshed = await flow.token(
@@ -140,6 +226,8 @@ def test_each_client_authentication_and_a_rotating_refresh_token(
             method, grant_type="refresh_token", refresh_token=first["refresh_token"]
         )
         assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        secrets += [refreshed.json()["access_token"], refreshed.json()["refresh_token"]]
+        secrets += [client.get("client_secret") or client["client_id"] + "!"]
         wider = await flow.token(
             method,
             grant_type="refresh_token",
@@ -152,6 +240,8 @@ def test_each_client_authentication_and_a_rotating_refresh_token(
             r = await flow.redeem("whatever", method)
             assert r.status_code == 401 and r.json()["error"] == "invalid_client"
             assert r.json()["error_description"] == "the client secret is wrong"
+        logged = proxy.wait_for_stderr(f"client {client['client_id']} registered")
+        assert not [s for s in secrets if s in logged]
 
     with_flow(proxy, body)
 
