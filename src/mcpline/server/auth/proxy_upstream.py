@@ -163,7 +163,7 @@ class Upstream:
             claims = _id_token_claims(answer["id_token"])
         else:
             raise UpstreamError("the provider sent no ID token and has no userinfo endpoint")
-        return _identity(claims)
+        return identity_claims(claims)
 
     async def _call(
         self,
@@ -241,7 +241,7 @@ def _id_token_claims(token: str) -> dict[str, Any]:
     return payload
 
 
-def _identity(claims: dict[str, Any]) -> dict[str, Any]:
+def identity_claims(claims: dict[str, Any]) -> dict[str, Any]:
     """``sub`` (OpenID Connect; GitHub's numeric ``id``) and the `IDENTITY_CLAIMS`."""
     sub = claims.get("sub", claims.get("id"))
     if isinstance(sub, int) and not isinstance(sub, bool):
@@ -259,4 +259,4 @@ def _identity(claims: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["Endpoints", "PRESETS", "Upstream", "UpstreamError"]
+__all__ = ["Endpoints", "identity_claims", "PRESETS", "Upstream", "UpstreamError"]
