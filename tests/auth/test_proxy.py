@@ -35,6 +35,7 @@ def proxy(authz: Authz) -> Iterator[HttpServer]:
     assert server.stop() == 0, server.stderr
     assert UPSTREAM_CLIENT_SECRET not in server.stderr
     assert "UPSTREAM-" not in server.stderr  # the provider's tokens
+    assert "code=" not in server.stderr  # no URL with a code, the provider's or the proxy's
 
 
 @pytest.fixture(scope="module")

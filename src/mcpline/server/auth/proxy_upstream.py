@@ -103,6 +103,8 @@ class Upstream:
         assert self.issuer is not None
         url = self.issuer.rstrip("/") + "/.well-known/openid-configuration"
         doc = await self._call("GET", url, "discovery")
+        if str(doc.get("issuer", "")).rstrip("/") != self.issuer.rstrip("/"):
+            raise UpstreamError(f"the discovery document at {url} is for another issuer")
         auth, token = doc.get("authorization_endpoint"), doc.get("token_endpoint")
         if not isinstance(auth, str) or not isinstance(token, str):
             raise UpstreamError(f"the discovery document at {url} names no endpoints")
