@@ -70,7 +70,7 @@ def with_flow(server: HttpServer, body: Any, decision: str = "approve") -> Any:
 # --- the whole way, with mcpline's client ------------------------------------------------
 
 
-def test_our_client_signs_in_through_the_proxy(proxy: HttpServer) -> None:
+def test_our_client_signs_in_through_the_proxy(authz: Authz, proxy: HttpServer) -> None:
     browser = Browser()
 
     async def main() -> None:
@@ -89,6 +89,7 @@ def test_our_client_signs_in_through_the_proxy(proxy: HttpServer) -> None:
     page = browser.pages[0].html
     assert "notes &lt;app&gt; &amp; co" in page and "<app>" not in page
     assert "<code>notes:read</code>" in page and "<code>notes:write</code>" in page
+    assert f"After you sign in with {urlsplit(authz.url).netloc}," in page
     assert "signed in for client mcp-" in proxy.stderr
 
 
@@ -111,6 +112,17 @@ def test_the_resource_metadata_names_the_proxy_and_the_metadata_its_endpoints(
             "client_secret_post",
             "client_secret_basic",
         }
+        for method, path, allow in [
+            ("POST", "/oauth/authorize", "GET"),
+            ("HEAD", "/oauth/authorize", "GET"),
+            ("GET", "/oauth/token", "POST"),
+            ("GET", "/oauth/register", "POST"),
+            ("GET", "/oauth/consent", "POST"),
+        ]:
+            r = await flow.http.request(method, flow.issuer + path)
+            assert (r.status_code, r.headers["allow"]) == (405, allow), (method, path)
+        r = await flow.http.options(flow.issuer + "/oauth/token")
+        assert r.status_code == 204 and r.headers["access-control-allow-origin"] == "*"
         r = await flow.http.post(flow.issuer + "/mcp", json={})
         assert r.status_code == 401
         assert "/.well-known/oauth-protected-resource" in r.headers["www-authenticate"]

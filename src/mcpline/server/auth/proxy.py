@@ -453,7 +453,7 @@ class OAuthProxy:
     # --- authorization -----------------------------------------------------------------
 
     async def _authorize(self, request: _Request) -> _Response:
-        if request.method not in ("GET", "HEAD"):
+        if request.method != "GET":
             return _not_allowed(b"GET")
         try:
             params = _query(request.query)
@@ -490,7 +490,7 @@ class OAuthProxy:
             redirect_uri=redirect_uri,
             scopes=list(pending.scopes),
             resource=pending.resource,
-            provider=urlsplit(self.upstream.issuer or "").netloc or "the identity provider",
+            provider=self.upstream.name,
         )
         response = _page(200, page)
         response.headers.append((b"set-cookie", self._set_cookie(cookie)))

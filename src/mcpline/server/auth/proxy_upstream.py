@@ -17,6 +17,7 @@ import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .jwks import read_capped
 
@@ -95,6 +96,11 @@ class Upstream:
 
     def __repr__(self) -> str:
         return f"Upstream(issuer={self.issuer!r}, client_id={self.client_id!r})"
+
+    @property
+    def name(self) -> str:
+        """The provider's host, as the consent page names it."""
+        return urlsplit(self.issuer or self._given[0] or "").netloc or "the identity provider"
 
     async def endpoints(self) -> Endpoints:
         """The provider's endpoints (discovery is asked once it succeeds)."""
