@@ -41,8 +41,9 @@ def proxy(authz: Authz) -> Iterator[HttpServer]:
 @pytest.fixture(scope="module")
 def small(authz: Authz) -> Iterator[HttpServer]:
     """A proxy with tiny limits (codes live 1 s, 2 sign-ins in progress per client, 3
-    registrations per address), given the provider's endpoints as for GitHub."""
-    limits = "code_ttl=1,max_pending_per_client=2,max_clients_per_address=3"
+    registrations per address, 1 s for a body), given the provider's endpoints as for
+    GitHub."""
+    limits = "code_ttl=1,max_pending_per_client=2,max_clients_per_address=3,body_timeout=1"
     server = proxy_server(authz, limits, discovery=False)
     yield server
     server.stop()
@@ -477,6 +478,22 @@ def test_a_full_store_refuses_clearly(small: HttpServer) -> None:
 
     with_flow(small, body)
     small.wait_for_stderr("sign-ins in progress: 2 for one client, the limit")
+
+
+def test_a_body_that_does_not_arrive_gets_408(small: HttpServer) -> None:
+    conn = small.connection(timeout=30)
+    try:
+        conn.putrequest("POST", "/oauth/token")
+        conn.putheader("content-type", "application/x-www-form-urlencoded")
+        conn.putheader("content-length", "100")
+        conn.endheaders(b"grant_type=")  # and the other 89 bytes never come
+        r = conn.getresponse()
+        assert r.status == 408
+        assert json.loads(r.read())["error_description"] == (
+            "the request body did not arrive within 1 s"
+        )
+    finally:
+        conn.close()
 
 
 def test_registration_refusals(proxy: HttpServer) -> None:

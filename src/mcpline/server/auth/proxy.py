@@ -25,6 +25,7 @@ kept only as SHA-256 hashes and never logged.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -83,7 +84,8 @@ class ProxyLimits:
     seconds; ``max_codes``/``max_codes_per_client`` codes (refused likewise), each
     ``code_ttl`` seconds; ``max_refresh_tokens``/``max_refresh_per_client`` refresh tokens
     (the oldest is revoked past either), each ``refresh_ttl`` seconds. Access tokens live
-    ``access_ttl`` seconds. Requests: ``max_body_bytes`` (413), the provider's and a
+    ``access_ttl`` seconds. Requests: ``max_body_bytes`` (413) arriving within
+    ``body_timeout`` seconds (408), the provider's and a
     metadata document's answers ``fetch_timeout`` seconds and ``max_fetch_bytes``.
     """
 
@@ -102,6 +104,7 @@ class ProxyLimits:
     refresh_ttl: float = 30 * 86400.0
     access_ttl: float = 900.0
     max_body_bytes: int = 64 * 1024
+    body_timeout: float = 30.0
     fetch_timeout: float = 10.0
     max_fetch_bytes: int = 64 * 1024
 
@@ -327,6 +330,7 @@ class OAuthProxy:
         )
 
     def public_keys(self) -> dict[str, Any]:
+        """The JWKS of the key the proxy signs its tokens with."""
         from joserfc.jwk import KeySet
 
         keys: dict[str, Any] = dict(KeySet([self._key]).as_dict(private=False))
@@ -364,18 +368,32 @@ class OAuthProxy:
         elif request.method == "OPTIONS":
             response = _Response(204, b"", _cors(allow_headers=True))
         else:
-            body = await _read_body(receive, self.limits.max_body_bytes)
-            if body is None:
-                response = _json_error(
-                    OAuthError("invalid_request", "the request body is too large", 413)
+            try:
+                body = await asyncio.wait_for(
+                    _read_body(receive, self.limits.max_body_bytes), self.limits.body_timeout
                 )
+            except asyncio.TimeoutError:
+                why = f"the request body did not arrive within {self.limits.body_timeout:g} s"
+                response = _json_error(OAuthError("invalid_request", why, 408))
+                response.headers.append((b"connection", b"close"))
             else:
-                request.body = body
-                response = await handler(request)
+                response = await self._answer(handler, request, body)
         await send(
             {"type": "http.response.start", "status": response.status, "headers": response.headers}
         )
         await send({"type": "http.response.body", "body": response.body})
+
+    async def _answer(
+        self,
+        handler: Callable[[_Request], Awaitable[_Response]],
+        request: _Request,
+        body: bytes | None,
+    ) -> _Response:
+        if body is None:
+            why = f"the request body is over {self.limits.max_body_bytes} bytes"
+            return _json_error(OAuthError("invalid_request", why, 413))
+        request.body = body
+        return await handler(request)
 
     # --- metadata and keys ----------------------------------------------------------------
 
