@@ -187,6 +187,7 @@ def test_a_client_id_metadata_document_signs_in(
             "does not name its own URL as client_id",
         ),
         ("/missing.json", None, "answered HTTP 404"),
+        ("/nameless.json", {"redirect_uris": [REDIRECT]}, "client_name is required"),
         ("/huge.json", "x" * (65 * 1024), "is over 65536 bytes"),
         (
             "/secret.json",
@@ -199,8 +200,10 @@ def test_a_bad_metadata_document_is_refused(
     proxy: HttpServer, documents: tuple[str, dict[str, bytes]], path: str, body: Any, why: str
 ) -> None:
     base, bodies = documents
-    if isinstance(body, dict) and body.get("token_endpoint_auth_method"):
-        body = {**body, "client_id": base + path}
+    if isinstance(body, dict) and "client_id" not in body:
+        body = {"client_name": "n", **body, "client_id": base + path}
+        if path == "/nameless.json":
+            del body["client_name"]
     if body is not None:
         bodies[path] = body.encode() if isinstance(body, str) else json.dumps(body).encode()
 

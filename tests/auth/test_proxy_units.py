@@ -187,4 +187,20 @@ def test_the_consent_page_escapes_everything() -> None:
     ).decode()
     assert "<script>" not in page and "<img" not in page and "<b>" not in page
     assert 'value="t&quot;&gt;&lt;script&gt;"' in page
-    assert "evil.example" in page
+    assert "<code>evil.example</code>" in page and "runs on a computer" not in page
+
+
+@pytest.mark.parametrize("uri", ["http://127.0.0.1:5000/cb", "com.example.app:/cb"])
+def test_the_consent_page_warns_of_a_local_redirect(uri: str) -> None:
+    page = consent_page(
+        action="/c",
+        transaction="t",
+        csrf="c",
+        client_name="Claimed Name",
+        client_id="mcp-1",
+        redirect_uri=uri,
+        scopes=[],
+        resource="https://mcp.example/mcp",
+        provider="idp.example",
+    ).decode()
+    assert "runs on a computer, not a web site" in page

@@ -497,7 +497,7 @@ class OAuthProxy:
                 redirect_uri,
                 state,
                 error="temporarily_unavailable",
-                description=f"too many sign-ins in progress ({full})",
+                description=f"{full}; try again later",
             )
         page = consent_page(
             action=self.issuer + "/oauth/consent",
@@ -698,7 +698,7 @@ class OAuthProxy:
                 pending.redirect_uri,
                 pending.state,
                 error="temporarily_unavailable",
-                description=f"too many codes outstanding ({full})",
+                description=f"{full}; try again later",
             )
         log.info("oauth proxy: %s signed in for client %s", identity["sub"], pending.client_id)
         return self._back(pending.redirect_uri, pending.state, code=code)

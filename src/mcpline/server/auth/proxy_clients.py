@@ -127,6 +127,8 @@ def client_from_metadata(
     if not isinstance(responses, list) or not set(responses) <= {"code"}:
         raise BadClient("response_types may only be code")
     name = meta.get("client_name", "")
+    if document and not name:
+        raise BadClient("client_name is required")
     if not isinstance(name, str) or len(name) > MAX_NAME_CHARS:
         raise BadClient(f"client_name must be a string of at most {MAX_NAME_CHARS} characters")
     return RegisteredClient(

@@ -49,7 +49,14 @@ def consent_page(
     """The form asking the signed-in user to let ``client_name`` act for them at
     ``resource``; it posts ``transaction``, ``csrf`` and ``decision`` to ``action``."""
     shown = client_name or client_id
-    host = urlsplit(redirect_uri).netloc or redirect_uri
+    parts = urlsplit(redirect_uri)
+    host = parts.netloc or redirect_uri
+    local = (
+        "<p><strong>This application runs on a computer, not a web site</strong> (it receives "
+        "the answer at a local address): nothing vouches for its name.</p>"
+        if parts.hostname in ("127.0.0.1", "::1", "localhost") or not parts.netloc
+        else ""
+    )
     items = "".join(f"<li><code>{escape(s)}</code></li>" for s in scopes) or "<li>(none)</li>"
     body = (
         f"<h1>Allow {escape(shown)}?</h1>"
@@ -60,6 +67,7 @@ def consent_page(
         f"<p>After you sign in with {escape(provider)}, you will be sent to "
         f"<code>{escape(host)}</code> (<code>{escape(redirect_uri)}</code>). "
         "Allow only an application you started yourself.</p>"
+        f"{local}"
         f'<form method=post action="{escape(action)}">'
         f'<input type=hidden name=transaction value="{escape(transaction)}">'
         f'<input type=hidden name=csrf value="{escape(csrf)}">'
