@@ -94,6 +94,69 @@ def test_our_client_signs_in_through_the_proxy(authz: Authz, proxy: HttpServer) 
     assert "signed in for client mcp-" in proxy.stderr
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_the_official_sdk_client_signs_in_through_the_proxy(proxy: HttpServer, mode: str) -> None:
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import (
+        AuthorizationCodeResult,
+        OAuthClientInformationFull,
+        OAuthClientMetadata,
+        OAuthToken,
+    )
+
+    class Memory:
+        def __init__(self) -> None:
+            self.tokens: OAuthToken | None = None
+            self.client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    browser = Browser()
+    came_back: list[str] = []
+
+    async def redirect(url: str) -> None:
+        came_back.append(await browser.sign_in(url, REDIRECT))
+
+    async def callback() -> AuthorizationCodeResult:
+        query = dict(parse_qsl(urlsplit(came_back[-1]).query))
+        return AuthorizationCodeResult(code=query["code"], state=query["state"], iss=query["iss"])
+
+    async def main() -> None:
+        url = issuer(proxy) + "/mcp"
+        meta = OAuthClientMetadata.model_validate(
+            {
+                "client_name": "sdk",
+                "redirect_uris": [REDIRECT],
+                "token_endpoint_auth_method": "none",
+            }
+        )
+        provider = OAuthClientProvider(url, meta, Memory(), redirect, callback)
+        async with httpx2.AsyncClient(auth=provider) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with SdkClient(transport, mode=mode) as c:
+                r = await c.call_tool("whoami", {})
+                me = json.loads(r.content[0].text)  # type: ignore[union-attr]
+                assert me["subject"] == "user-42"
+                assert me["scopes"] == ["notes:read", "notes:write"]
+        await browser.close()
+
+    run(main())
+    assert len(came_back) == 1 and "code=" in came_back[0]
+
+
 def test_the_resource_metadata_names_the_proxy_and_the_metadata_its_endpoints(
     proxy: HttpServer,
 ) -> None:
