@@ -9,12 +9,15 @@ import hashlib
 import re
 import secrets
 from html import unescape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..transports.http_util import MCPLINE, HttpServer, free_port
 from .authz_server import UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET
 from .rs_util import SCOPED, Authz
+
+if TYPE_CHECKING:
+    import httpx2
 
 SCOPES = "notes:read notes:write"
 FIELD = re.compile(r'<input type=hidden name=(\w+) value="([^"]*)">')
@@ -57,11 +60,11 @@ class Browser:
     """A user at a browser (cookies kept, redirects followed one by one) who answers the
     consent page with ``decision``."""
 
-    def __init__(self, decision: str = "approve") -> None:
+    def __init__(self, decision: str = "approve", http: httpx2.AsyncClient | None = None) -> None:
         import httpx2
 
         self.decision = decision
-        self.http = httpx2.AsyncClient(follow_redirects=False, timeout=30)
+        self.http = http or httpx2.AsyncClient(follow_redirects=False, timeout=30)
         self.pages: list[ConsentPage] = []
         self.visited: list[str] = []
 
@@ -152,7 +155,6 @@ class Flow:
 
     async def token(self, auth: str = "none", **form: str) -> Any:
         """POST the token endpoint with ``form``, authenticating as ``auth`` says."""
-        import httpx2
 
         data = {**form}
         headers: dict[str, str] = {}

@@ -205,6 +205,8 @@ def documents() -> Iterator[tuple[str, dict[str, bytes]]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             body = bodies.get(self.path)
+            if body == b"slow":
+                time.sleep(3)
             self.send_response(200 if body is not None else 404)
             self.send_header("content-type", "application/json")
             self.end_headers()
@@ -277,6 +279,55 @@ def test_a_bad_metadata_document_is_refused(
         assert why in r.text
 
     with_flow(proxy, main)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "why"),
+    [
+        ("/idp-other", {"issuer": "https://other.example"}, "is for another issuer"),
+        ("/idp-missing", None, "discovery answered HTTP 404"),
+        ("/idp-slow", "slow", "discovery did not answer in time"),
+        ("/idp-empty", {}, "names no endpoints"),
+    ],
+)
+def test_a_provider_that_cannot_be_discovered_fails_the_sign_in(
+    documents: tuple[str, dict[str, bytes]], path: str, body: Any, why: str
+) -> None:
+    import httpx2
+
+    from mcpline.server.auth import OAuthProxy, Upstream
+
+    base, bodies = documents
+    if isinstance(body, dict):
+        body = {
+            "issuer": base + path,
+            "authorization_endpoint": base + "/a",
+            "token_endpoint": base + "/t",
+            **body,
+        }
+        if path == "/idp-empty":
+            body = {"issuer": base + path}
+    if body is not None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        bodies[path + "/.well-known/openid-configuration"] = data
+    upstream = Upstream(client_id="x", client_secret="y", issuer=base + path, timeout=0.5)
+    proxy = OAuthProxy(upstream, issuer="http://proxy.test", resource="http://proxy.test/mcp")
+
+    async def main() -> None:
+        transport = httpx2.ASGITransport(app=proxy)  # type: ignore[arg-type]
+        async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as http:
+            browser = Browser(http=http)
+            flow = Flow("http://proxy.test", browser)
+            await flow.register(REDIRECT)
+            page = await browser.consent(flow.authorize_url())
+            assert isinstance(page, ConsentPage)
+            r = await http.post(page.action, data={**page.fields, "decision": "approve"})
+            assert r.status_code == 303
+            back = dict(parse_qsl(urlsplit(r.headers["location"]).query))
+            assert back["error"] == "temporarily_unavailable" and why in back["error_description"]
+            assert r.headers["location"].startswith(REDIRECT + "?")
+
+    run(main())
 
 
 # --- the token endpoint ------------------------------------------------------------------
