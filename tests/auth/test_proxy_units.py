@@ -86,6 +86,9 @@ def test_the_spec_is_checked() -> None:
             parse(spec, default_issuer="http://127.0.0.1:8000", env=env)
     with pytest.raises(ValueError, match=PROXY_SECRET_ENV):
         parse("provider=github,client_id=x", default_issuer="http://127.0.0.1:8000")
+    for bound in ("http://0.0.0.0:8000", "http://[::]:8000"):  # all interfaces: no public URL
+        with pytest.raises(ValueError, match="issuer=URL is required"):
+            parse("provider=github,client_id=x", default_issuer=bound, env=env)
 
 
 def test_github_needs_no_discovery_and_the_defaults_follow_the_issuer() -> None:

@@ -94,7 +94,7 @@ def parse(
         )
     values["client_secret"] = secret
     values.setdefault("issuer", default_issuer)
-    if values["issuer"] is None:
+    if values["issuer"] is None or urlsplit(values["issuer"]).hostname in ("0.0.0.0", "::"):
         raise ValueError("issuer=URL is required (the proxy's public URL)")
     if values.get("allow_loopback_documents", "false") not in ("true", "false"):
         raise ValueError("allow_loopback_documents must be true or false")
