@@ -40,10 +40,10 @@ def proxy(authz: Authz) -> Iterator[HttpServer]:
 
 @pytest.fixture(scope="module")
 def small(authz: Authz) -> Iterator[HttpServer]:
-    """A proxy with tiny limits (codes live 1 s, 2 sign-ins in progress per client, 3
+    """A proxy with tiny limits (codes live 1 s, 2 sign-ins in progress per address, 3
     registrations per address, 1 s for a body), given the provider's endpoints as for
     GitHub."""
-    limits = "code_ttl=1,max_pending_per_client=2,max_clients_per_address=3,body_timeout=1"
+    limits = "code_ttl=1,max_pending_per_address=2,max_clients_per_address=3,body_timeout=1"
     server = proxy_server(authz, limits, discovery=False)
     yield server
     server.stop()
@@ -576,13 +576,18 @@ def test_an_upstream_error_reaches_the_client(
 def test_a_full_store_refuses_clearly(small: HttpServer) -> None:
     async def body(flow: Flow) -> None:
         await flow.register(REDIRECT)
-        for _ in range(2):  # two sign-ins left at the consent page
-            assert isinstance(await flow.browser.consent(flow.authorize_url()), ConsentPage)
-        r = await flow.http.get(flow.authorize_url())
+        pages = [await flow.browser.consent(flow.authorize_url()) for _ in range(2)]
+        r = await flow.http.get(flow.authorize_url())  # two sign-ins wait at the consent page
         assert r.status_code == 302
         back = dict(parse_qsl(urlsplit(r.headers["location"]).query))
         assert back["error"] == "temporarily_unavailable"
-        assert "sign-ins in progress: 2 for one client, the limit" in back["error_description"]
+        assert "sign-ins in progress: 2 for one address, the limit" in back["error_description"]
+        for page in pages:  # answered, they leave the store, and a sign-in may begin again
+            assert isinstance(page, ConsentPage)
+            await flow.browser.submit(page, REDIRECT, decision="deny")
+        again = await flow.browser.consent(flow.authorize_url())
+        assert isinstance(again, ConsentPage)
+        await flow.browser.submit(again, REDIRECT, decision="deny")
         for _ in range(2):  # 3 registrations from this address in all
             await flow.register(REDIRECT)
         r = await flow.http.post(
@@ -594,7 +599,7 @@ def test_a_full_store_refuses_clearly(small: HttpServer) -> None:
         )
 
     with_flow(small, body)
-    small.wait_for_stderr("sign-ins in progress: 2 for one client, the limit")
+    small.wait_for_stderr("sign-ins in progress: 2 for one address, the limit")
 
 
 def test_a_body_that_does_not_arrive_gets_408(small: HttpServer) -> None:

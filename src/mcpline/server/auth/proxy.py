@@ -79,7 +79,8 @@ class ProxyLimits:
     Stores: ``max_clients`` registrations (the least recently used is forgotten past it),
     ``max_clients_per_address`` from one address (past it 429); ``max_documents`` cached
     metadata documents (the oldest leaves) kept ``document_ttl`` seconds;
-    ``max_pending`` sign-ins in progress, ``max_pending_per_client`` of one client (past
+    ``max_pending`` sign-ins in progress, ``max_pending_per_address`` begun from one address
+    (past
     either the sign-in is refused: ``temporarily_unavailable``), each ``pending_ttl``
     seconds; ``max_codes``/``max_codes_per_client`` codes (refused likewise), each
     ``code_ttl`` seconds; ``max_refresh_tokens``/``max_refresh_per_client`` refresh tokens
@@ -94,7 +95,7 @@ class ProxyLimits:
     max_documents: int = 256
     document_ttl: float = 3600.0
     max_pending: int = 1024
-    max_pending_per_client: int = 32
+    max_pending_per_address: int = 32
     pending_ttl: float = 600.0
     max_codes: int = 1024
     max_codes_per_client: int = 32
@@ -237,6 +238,7 @@ class OAuthProxy:
             per_owner=limits.max_clients_per_address,
             ttl=None,
             when_full="evict",
+            owner="address",
             clock=mono,
         )
         self.documents: Store[RegisteredClient] = Store(
@@ -250,9 +252,10 @@ class OAuthProxy:
         self.pending: Store[_Pending] = Store(
             "sign-ins in progress",
             limit=limits.max_pending,
-            per_owner=limits.max_pending_per_client,
+            per_owner=limits.max_pending_per_address,
             ttl=limits.pending_ttl,
             when_full="refuse",
+            owner="address",
             clock=mono,
         )
         self.codes: Store[_Code] = Store(
@@ -490,7 +493,7 @@ class OAuthProxy:
             return self._back(redirect_uri, state, error=exc.error, description=exc.description)
         transaction = secrets.token_urlsafe(32)
         try:
-            self.pending.put(transaction, pending, client.client_id)
+            self.pending.put(transaction, pending, request.address)
         except StoreFull as full:
             log.warning("oauth proxy: authorization refused: %s", full)
             return self._back(

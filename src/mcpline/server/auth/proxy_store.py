@@ -20,8 +20,8 @@ V = TypeVar("V")
 class StoreFull(Exception):
     """A store at its limit refused an entry; ``per_owner`` says which limit."""
 
-    def __init__(self, store: str, limit: int, per_owner: bool) -> None:
-        whose = "for one client" if per_owner else "in all"
+    def __init__(self, store: str, limit: int, per_owner: bool, owner: str) -> None:
+        whose = f"for one {owner}" if per_owner else "in all"
         super().__init__(f"{store}: {limit} {whose}, the limit")
         self.store = store
         self.limit = limit
@@ -36,8 +36,9 @@ class _Entry(Generic[V]):
 
 
 class Store(Generic[V]):
-    """At most ``limit`` entries, ``per_owner`` of them for one owner, each kept ``ttl``
-    seconds (None: until evicted); ``when_full`` as the module says."""
+    """At most ``limit`` entries, ``per_owner`` of them for one owner (an ``owner`` such as
+    "client" or "address", as messages name it), each kept ``ttl`` seconds (None: until
+    evicted); ``when_full`` as the module says."""
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class Store(Generic[V]):
         per_owner: int,
         ttl: float | None,
         when_full: Literal["refuse", "evict"],
+        owner: str = "client",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if limit < 1 or per_owner < 1 or (ttl is not None and ttl <= 0):
@@ -56,6 +58,7 @@ class Store(Generic[V]):
         self.per_owner = per_owner
         self.ttl = ttl
         self.when_full = when_full
+        self.owner = owner
         self._clock = clock
         self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
         self._owned: dict[str, int] = {}
@@ -123,7 +126,8 @@ class Store(Generic[V]):
 
     def _make_room(self, owner: str | None, *, per_owner: bool) -> None:
         if self.when_full == "refuse":
-            raise StoreFull(self.name, self.per_owner if per_owner else self.limit, per_owner)
+            limit = self.per_owner if per_owner else self.limit
+            raise StoreFull(self.name, limit, per_owner, self.owner)
         for key, entry in self._entries.items():
             if owner is None or entry.owner == owner:
                 self.pop(key)
