@@ -220,6 +220,7 @@ def documents() -> Iterator[tuple[str, dict[str, bytes]]]:
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", bodies
     server.shutdown()
+    server.server_close()
     thread.join(10)
 
 

@@ -74,20 +74,19 @@ ERROR_CODE = re.compile(r"^[A-Za-z0-9_.\-]{1,60}$")
 
 @dataclass(frozen=True)
 class ProxyLimits:
-    """The proxy's bounds (each a constructor option and an ``--oauth-proxy`` key).
+    """The proxy's bounds (each an ``--oauth-proxy`` key of the same name).
 
     Stores: ``max_clients`` registrations (the least recently used is forgotten past it),
     ``max_clients_per_address`` from one address (past it 429); ``max_documents`` cached
-    metadata documents (the oldest leaves) kept ``document_ttl`` seconds;
-    ``max_pending`` sign-ins in progress, ``max_pending_per_address`` begun from one address
-    (past
-    either the sign-in is refused: ``temporarily_unavailable``), each ``pending_ttl``
-    seconds; ``max_codes``/``max_codes_per_client`` codes (refused likewise), each
-    ``code_ttl`` seconds; ``max_refresh_tokens``/``max_refresh_per_client`` refresh tokens
-    (the oldest is revoked past either), each ``refresh_ttl`` seconds. Access tokens live
-    ``access_ttl`` seconds. Requests: ``max_body_bytes`` (413) arriving within
-    ``body_timeout`` seconds (408), the provider's and a
-    metadata document's answers ``fetch_timeout`` seconds and ``max_fetch_bytes``.
+    metadata documents (the oldest leaves) kept ``document_ttl`` seconds; ``max_pending``
+    sign-ins in progress, ``max_pending_per_address`` begun from one address (past either
+    the sign-in is refused: ``temporarily_unavailable``), each ``pending_ttl`` seconds;
+    ``max_codes``/``max_codes_per_client`` codes (refused likewise), each ``code_ttl``
+    seconds; ``max_refresh_tokens``/``max_refresh_per_client`` refresh tokens (the oldest is
+    revoked past either), each ``refresh_ttl`` seconds. Access tokens live ``access_ttl``
+    seconds. Requests: ``max_body_bytes`` (413) arriving within ``body_timeout`` seconds
+    (408); a metadata document: ``fetch_timeout`` seconds and ``max_fetch_bytes`` (and the
+    provider's answers, when `mcpline.server.auth.proxy_config` builds the `Upstream`).
     """
 
     max_clients: int = 1024
