@@ -14,6 +14,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+from joserfc import jwt
+from joserfc.jwk import KeySet
 
 from mcpline.client import Client
 from mcpline.client.oauth import OAuth
@@ -348,6 +350,17 @@ def test_each_client_authentication_and_a_rotating_refresh_token(
         assert r.headers["cache-control"] == "no-store"
         first = r.json()
         secrets = [back["code"], first["access_token"], first["refresh_token"]]
+        keys = KeySet.import_key_set((await flow.http.get(flow.issuer + "/oauth/jwks")).json())
+        token = jwt.decode(first["access_token"], keys, algorithms=["ES256"])
+        assert token.header["typ"] == "at+jwt"
+        claims = token.claims
+        assert (claims["iss"], claims["aud"], claims["sub"]) == (
+            flow.issuer,
+            flow.issuer + "/mcp",
+            "user-42",
+        )
+        assert claims["client_id"] == client["client_id"] and claims["scope"] == "notes:read"
+        assert claims["email"] == "ada@example.com" and claims["exp"] - claims["iat"] == 900
         assert first["token_type"] == "Bearer" and first["scope"] == "notes:read"
         assert first["expires_in"] == 900
         refreshed = await flow.token(
