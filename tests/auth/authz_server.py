@@ -10,6 +10,12 @@ free 127.0.0.1 port (uvicorn), announcing ``listening on http://…`` on stderr.
   it never published), ``/rotate`` (a new signing key), ``/revoke``, ``/stats`` (how often
   the JWKS and introspection endpoints were asked).
 
+As the identity provider behind the OAuth proxy (``UPSTREAM_CLIENT_ID`` is the proxy's client):
+``/.well-known/openid-configuration``, ``/authorize`` (approves at once: redirects back with a
+code; PKCE S256 required), the authorization code grant at ``/token`` (``client_secret_post``
+or ``client_secret_basic``, the verifier checked), ``/userinfo``; ``/fail-next`` makes the next
+``/authorize`` answer an error or the next code exchange fail.
+
 All JOSE work is joserfc, independent of the code under test.
 """
 
@@ -17,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import secrets
 import socket
 import sys
 import time
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 import uvicorn
 from joserfc import jwt
@@ -35,6 +42,9 @@ CLIENT_SECRET = "SECRET-machine-7a31"
 CLIENT_SCOPES = {"notes:read", "notes:write"}
 RS_CLIENT_ID = "resource-server"
 RS_CLIENT_SECRET = "SECRET-rs-55e0"
+UPSTREAM_CLIENT_ID = "mcp-proxy"
+UPSTREAM_CLIENT_SECRET = "SECRET-upstream-9c2d"
+USER = {"sub": "user-42", "email": "ada@example.com", "name": "Ada Lovelace"}
 
 
 def new_key() -> ECKey:
@@ -49,7 +59,11 @@ class AuthServer:
         self.keys = [new_key()]
         self.stranger = new_key()
         self.revoked: set[str] = set()
-        self.stats = {"jwks": 0, "introspect": 0, "token": 0}
+        self.stats = {"jwks": 0, "introspect": 0, "token": 0, "authorize": 0, "userinfo": 0}
+        self.codes: dict[str, tuple[str, str]] = {}
+        """code → (PKCE challenge, redirect_uri) of the upstream sign-ins."""
+        self.user_tokens: set[str] = set()
+        self.fail_next: dict[str, str] = {}
 
     @property
     def key(self) -> ECKey:
@@ -84,15 +98,16 @@ class AuthServer:
             if not message.get("more_body"):
                 break
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        status, answer = await self.route(scope["method"], scope["path"], headers, body)
+        if scope["path"] == "/authorize":
+            query = dict(parse_qsl(scope["query_string"].decode()))
+            status, answer = self.authorize(query)
+        else:
+            status, answer = await self.route(scope["method"], scope["path"], headers, body)
         data = json.dumps(answer).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
+        out = [(b"content-type", b"application/json")]
+        if status == 302:
+            out.append((b"location", answer["location"].encode()))
+        await send({"type": "http.response.start", "status": status, "headers": out})
         await send({"type": "http.response.body", "body": data})
 
     async def route(
@@ -109,6 +124,25 @@ class AuthServer:
                 "dpop_signing_alg_values_supported": ["ES256"],
                 "scopes_supported": sorted(CLIENT_SCOPES),
             }
+        if path == "/.well-known/openid-configuration":
+            return 200, {
+                "issuer": self.url,
+                "authorization_endpoint": self.url + "/authorize",
+                "token_endpoint": self.url + "/token",
+                "userinfo_endpoint": self.url + "/userinfo",
+                "jwks_uri": self.url + "/jwks",
+                "response_types_supported": ["code"],
+                "code_challenge_methods_supported": ["S256"],
+            }
+        if path == "/userinfo":
+            self.stats["userinfo"] += 1
+            bearer = headers.get("authorization", "").removeprefix("Bearer ")
+            if bearer not in self.user_tokens:
+                return 401, {"error": "invalid_token"}
+            return 200, USER
+        if path == "/fail-next":
+            self.fail_next.update(json.loads(body))
+            return 200, {}
         if path == "/jwks":
             self.stats["jwks"] += 1
             return 200, KeySet(list(self.keys)).as_dict(private=False)
@@ -140,8 +174,46 @@ class AuthServer:
         cid, _, secret = base64.b64decode(value[6:]).decode().partition(":")
         return cid, secret
 
+    def authorize(self, query: dict[str, str]) -> tuple[int, Any]:
+        """The provider's sign-in page, which approves at once."""
+        self.stats["authorize"] += 1
+        if query.get("client_id") != UPSTREAM_CLIENT_ID or "redirect_uri" not in query:
+            return 400, {"error": "invalid_client"}
+        if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
+            return 400, {"error": "invalid_request"}
+        back: dict[str, str] = {"state": query.get("state", "")}
+        error = self.fail_next.pop("authorize", None)
+        if error is not None:
+            back["error"] = error
+        else:
+            code = secrets.token_urlsafe(16)
+            self.codes[code] = (query["code_challenge"], query["redirect_uri"])
+            back["code"] = code
+        return 302, {"location": query["redirect_uri"] + "?" + urlencode(back)}
+
+    def code_grant(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, Any]:
+        """The authorization code grant of the proxy's client."""
+        client = self.client(headers)
+        if client == ("", ""):
+            client = (form.get("client_id", ""), form.get("client_secret", ""))
+        if client != (UPSTREAM_CLIENT_ID, UPSTREAM_CLIENT_SECRET):
+            return 401, {"error": "invalid_client"}
+        if self.fail_next.pop("token", None) is not None:
+            return 400, {"error": "invalid_grant"}
+        found = self.codes.pop(form.get("code", ""), None)
+        if found is None or form.get("redirect_uri") != found[1]:
+            return 400, {"error": "invalid_grant"}
+        digest = hashlib.sha256(form.get("code_verifier", "").encode()).digest()
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != found[0]:
+            return 400, {"error": "invalid_grant", "error_description": "PKCE"}
+        token = "UPSTREAM-" + secrets.token_urlsafe(16)
+        self.user_tokens.add(token)
+        return 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600}
+
     def token(self, headers: dict[str, str], form: dict[str, str]) -> tuple[int, Any]:
         self.stats["token"] += 1
+        if form.get("grant_type") == "authorization_code":
+            return self.code_grant(headers, form)
         if self.client(headers) != (CLIENT_ID, CLIENT_SECRET):
             return 401, {"error": "invalid_client"}
         if form.get("grant_type") != "client_credentials":

@@ -149,6 +149,14 @@ def register(sub: Any) -> None:
         "introspection=URL,client_id=ID,issuer=URL (secret: $MCPLINE_AUTH_CLIENT_SECRET); "
         "serves the RFC 9728 metadata it implies (default: $MCPLINE_AUTH; see docs/auth.md)",
     )
+    h.add_argument(
+        "--oauth-proxy",
+        metavar="SPEC",
+        help="--http: serve an OAuth authorization server that signs users in at an identity "
+        "provider, e.g. provider=github,client_id=ID or upstream=URL,client_id=ID (secret: "
+        "$MCPLINE_OAUTH_PROXY_CLIENT_SECRET), and verify its tokens (default: "
+        "$MCPLINE_OAUTH_PROXY; see docs/auth.md)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -317,6 +325,7 @@ def run_http(args: argparse.Namespace) -> int:
         spec = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
         if spec:
             options.update(auth_options(spec, host, port, workers))
+        options.update(proxy_options(args, host, port, workers, spec))
         if workers > 1:
             serve_workers(
                 args.target,
@@ -353,6 +362,30 @@ def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any
     return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
 
 
+def proxy_options(
+    args: argparse.Namespace, host: str, port: int, workers: int, auth: str | None
+) -> dict[str, Any]:
+    """``oauth_proxy`` of ``--oauth-proxy SPEC`` (or ``$MCPLINE_OAUTH_PROXY``); SystemExit(2)
+    if bad, with ``--auth`` or with several workers (its sign-ins live in one process)."""
+    from ..server.auth.proxy_config import PROXY_ENV
+
+    spec = args.oauth_proxy if args.oauth_proxy is not None else os.environ.get(PROXY_ENV)
+    if not spec:
+        return {}
+    if auth:
+        _usage("--oauth-proxy and --auth exclude each other (the proxy verifies its own tokens)")
+    if workers > 1:
+        _usage("--oauth-proxy keeps its sign-ins in one process: it needs --workers 1")
+    from ..server.auth.proxy_config import app_options
+
+    name = f"[{host}]" if ":" in host else host
+    try:
+        return app_options(spec, default_issuer=f"http://{name}:{port}", env=os.environ)
+    except (ValueError, OSError) as exc:
+        _usage(f"--oauth-proxy: {exc}")
+        raise
+
+
 def task_quota(args: argparse.Namespace) -> None:
     """``--task-quota``, checked, put in the environment where `Server` (and every worker of
     ``--workers N``) reads it; SystemExit(2) on a bad one."""
@@ -381,6 +414,8 @@ def run(args: argparse.Namespace) -> int:
             "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total, "
             "--auth and the per-client shares (--max-requests-per-client, ...) are for --http"
         )
+    if args.oauth_proxy:
+        _usage("--oauth-proxy is for --http")
     options = socket_options(args)
     url = bus_url(args)
     if args.listen == "stdio":

@@ -1,5 +1,6 @@
 """A resource server for `mcpline.http_app`: JWT (JWKS) and introspection verifiers, DPoP
-proofs, and the principal they produce. See docs/auth.md.
+proofs, and the principal they produce; and an OAuth proxy (`OAuthProxy`) in front of an
+identity provider. See docs/auth.md.
 
 The names load on first use, so that a server whose tools declare ``scopes=`` (which reads
 `tokens` only) does not import the verifiers, JOSE or an HTTP client at start-up."""
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .dpop import ProofChecker
     from .jwks import JwksCache, KeysUnavailable
+    from .proxy import OAuthProxy, ProxyLimits
+    from .proxy_upstream import Upstream
     from .tokens import AccessToken, AuthRequest, Refused, scopes_of
     from .verifiers import IntrospectionVerifier, JWTVerifier, Verifier
 
@@ -21,9 +24,12 @@ _LAZY = {
     "JwksCache": ".jwks",
     "JWTVerifier": ".verifiers",
     "KeysUnavailable": ".jwks",
+    "OAuthProxy": ".proxy",
+    "ProxyLimits": ".proxy",
     "ProofChecker": ".dpop",
     "Refused": ".tokens",
     "scopes_of": ".tokens",
+    "Upstream": ".proxy_upstream",
     "Verifier": ".verifiers",
 }
 
@@ -46,8 +52,11 @@ __all__ = [
     "JwksCache",
     "JWTVerifier",
     "KeysUnavailable",
+    "OAuthProxy",
     "ProofChecker",
+    "ProxyLimits",
     "Refused",
     "scopes_of",
+    "Upstream",
     "Verifier",
 ]

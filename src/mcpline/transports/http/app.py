@@ -33,6 +33,7 @@ from .security import check_metadata as _check_metadata
 from .timers import FixedDelayTimers
 
 if TYPE_CHECKING:
+    from ...server.auth.proxy import OAuthProxy
     from ...server.engine import Engine
     from ...server.runtime import Served
     from .modern import PostPeer
@@ -80,6 +81,8 @@ class HttpApp:
     for a client at its share); ``session_rate`` bounds the new sessions a client opens per
     second (429). Each of their streams keeps ``replay_bytes`` for
     resumption, and tells the client to wait ``retry_ms`` before reconnecting.
+    ``oauth_proxy`` (`mcpline.server.auth.proxy.OAuthProxy`) serves an authorization server
+    beside the endpoint, whose tokens it verifies and which its metadata names.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class HttpApp:
         session_rate: float | None = None,
         replay_bytes: int = 1024 * 1024,
         retry_ms: int = 1000,
+        oauth_proxy: OAuthProxy | None = None,
     ) -> None:
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
@@ -126,6 +130,10 @@ class HttpApp:
         self.path = path.rstrip("/") or "/"
         self._metadata_routes = (WELL_KNOWN, WELL_KNOWN + (self.path if self.path != "/" else ""))
         self.gate = Gatekeeper(allowed_origins, allowed_hosts)
+        self.oauth_proxy = oauth_proxy
+        if oauth_proxy is not None:
+            verify_token = verify_token or oauth_proxy.verifier()
+            resource_metadata = resource_metadata or oauth_proxy.resource_metadata()
         self.verify_token = verify_token
         if verify_token is None and server.registry.scopes:
             log.warning(
@@ -294,6 +302,9 @@ class HttpApp:
             await self._metadata(method, send)
             return
         if route != self.path:
+            if self.oauth_proxy is not None and self.oauth_proxy.handles(route):
+                await self.oauth_proxy.handle(route, scope, receive, send)
+                return
             await respond.start(send, 404, [(b"content-type", b"text/plain")])
             await respond.body(send, b"Not Found")
             return
