@@ -31,10 +31,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 from mcpline import Client, Server  # noqa: E402
-from mcpline.server.task_redis import RedisTaskStore  # noqa: E402
-from mcpline.server.task_sqlite import SqliteTaskStore  # noqa: E402
-from mcpline.server.task_store import MemoryTaskStore, TaskStore  # noqa: E402
-from mcpline.server.tasks import TaskManager  # noqa: E402
+from mcpline.server.tasks.manager import TaskManager  # noqa: E402
+from mcpline.server.tasks.redis_store import RedisTaskStore  # noqa: E402
+from mcpline.server.tasks.sqlite_store import SqliteTaskStore  # noqa: E402
+from mcpline.server.tasks.store import MemoryTaskStore, TaskStore  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

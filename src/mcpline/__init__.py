@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
-    from .server.schema import McpHeader
     from .server.server import Server
-    from .server.tasks import Task
+    from .server.signature.schema import McpHeader
+    from .server.tasks.manager import Task
 
 __all__ = [
     "AuthError",

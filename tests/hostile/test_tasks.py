@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from mcpline.server.task_quota import MIB, TASK_QUOTA_EXCEEDED
+from mcpline.server.tasks.quota import MIB, TASK_QUOTA_EXCEEDED
 
 from ..proc import ServerProcess
 from ..redis_server import RedisServer

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from mcpline import Server
-from mcpline.server.bus import Change, Deliver
-from mcpline.server.redis_bus import RedisBus, RedisNonceLedger, redact
+from mcpline.server.scale.bus import Change, Deliver
+from mcpline.server.scale.redis_bus import RedisBus, RedisNonceLedger, redact
 
 from ..redis_server import RedisServer, free_port, redis_binary
 
@@ -311,7 +311,7 @@ def test_redis_bus_unreachable_is_bounded_and_logged_once(
         assert bus.outages == 1
         await bus.aclose()
 
-    with caplog.at_level(logging.WARNING, logger="mcpline.server.bus"):
+    with caplog.at_level(logging.WARNING, logger="mcpline.server.scale.bus"):
         run(main)
     messages = [r.getMessage() for r in caplog.records]
     assert sum("cannot reach" in m for m in messages) == 1, messages
@@ -343,7 +343,7 @@ def test_redis_bus_reports_what_it_dropped_once_redis_is_back(
         await b.aclose()
 
     try:
-        with caplog.at_level(logging.WARNING, logger="mcpline.server.bus"):
+        with caplog.at_level(logging.WARNING, logger="mcpline.server.scale.bus"):
             run(main)
     finally:
         later.stop()
@@ -419,7 +419,7 @@ def test_redis_nonce_ledger_claims_once_across_replicas(redis_server: RedisServe
 
 def test_redis_nonce_ledger_fails_closed(caplog: pytest.LogCaptureFixture) -> None:
     ledger = RedisNonceLedger(f"redis://127.0.0.1:{free_port()}/0", timeout=0.2)
-    with caplog.at_level(logging.WARNING, logger="mcpline.server.bus"):
+    with caplog.at_level(logging.WARNING, logger="mcpline.server.scale.bus"):
         assert ledger.claim("n", int(time.time()) + 60) is False
         assert ledger.claim("m", int(time.time()) + 60) is False
     assert sum("cannot reach" in r.getMessage() for r in caplog.records) == 1
@@ -447,8 +447,8 @@ def test_importing_mcpline_does_not_import_redis_nor_the_bus() -> None:
         "import sys, mcpline\n"
         "from mcpline import Server\n"
         "Server('x').add_tool(lambda: 1, name='t', description='t')\n"
-        "assert 'mcpline.server.bus' not in sys.modules\n"
-        "import mcpline.server.bus, mcpline.server.redis_bus\n"
+        "assert 'mcpline.server.scale.bus' not in sys.modules\n"
+        "import mcpline.server.scale.bus, mcpline.server.scale.redis_bus\n"
         "assert 'redis' not in sys.modules, sorted(m for m in sys.modules if 'redis' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -18,7 +18,7 @@ import pytest
 
 from mcpline import Client, Context, ElicitResult, Server
 from mcpline.server.context import DONE, Ready
-from mcpline.server.schema import elicitation_form
+from mcpline.server.signature.schema import elicitation_form
 
 from ..proc import FIXTURES, ServerProcess
 from .test_legacy import exchange, initialize, legacy_request

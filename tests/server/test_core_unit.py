@@ -11,8 +11,8 @@ import pytest
 
 from mcpline import Server
 from mcpline.errors import JsonRpcError
-from mcpline.server._dispatch import decode_cursor, encode_cursor
 from mcpline.server.connection import Connection
+from mcpline.server.methods import decode_cursor, encode_cursor
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from mcpline.server.prompts import make_prompt
-from mcpline.server.schema import McpHeader, SchemaError, Validator
+from mcpline.server.signature.schema import McpHeader, SchemaError, Validator
 from mcpline.server.tools import make_tool
 
 from ..proc import FIXTURES, ServerProcess

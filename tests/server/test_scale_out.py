@@ -1,5 +1,5 @@
 """A bus and a shared nonce ledger given after construction (``server.bus``,
-``server.nonce_ledger``; `mcpline.server.scale_out.attach` for ``--bus URL``/
+``server.nonce_ledger``; `mcpline.server.scale.attach.attach` for ``--bus URL``/
 ``$MCPLINE_BUS_URL``), and ``mcpline run FILE --bus URL`` over stdio against a real
 redis-server."""
 
@@ -14,15 +14,15 @@ import pytest
 
 from mcpline import Server
 from mcpline.protocol.state import MemoryNonceLedger
-from mcpline.server.bus import Change
-from mcpline.server.redis_bus import RedisBus, RedisNonceLedger
-from mcpline.server.scale_out import (
+from mcpline.server.scale.attach import (
     BUS_ENV,
     attach,
     attach_from_env,
     check_url,
     missing,
 )
+from mcpline.server.scale.bus import Change
+from mcpline.server.scale.redis_bus import RedisBus, RedisNonceLedger
 
 from ..proc import FIXTURES, ServerProcess
 from ..redis_server import RedisServer

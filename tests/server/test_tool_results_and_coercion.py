@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from mcpline import Client, ContentBlock, Server, image, text
-from mcpline.server.schema import Validator, split_docstring
+from mcpline.server.signature.schema import Validator, split_docstring
 from mcpline.server.tools import make_tool, shape_result
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -21,10 +21,10 @@ WATCHED = (
     "sqlite3",
     "_sqlite3",
     "redis",
-    "mcpline.server.tasks",
-    "mcpline.server.task_store",
-    "mcpline.server.task_sqlite",
-    "mcpline.server.task_redis",
+    "mcpline.server.tasks.manager",
+    "mcpline.server.tasks.store",
+    "mcpline.server.tasks.sqlite_store",
+    "mcpline.server.tasks.redis_store",
 )
 SOURCE = """
 import sys
@@ -84,7 +84,7 @@ def test_a_task_tool_loads_the_tasks_modules_at_its_first_task(
     created = result(call(p, "loaded", caps=FULL))
     end = wait_status(p, created["taskId"])
     names = end["result"]["content"][0]["text"].split()
-    assert names == ["mcpline.server.task_store", "mcpline.server.tasks"]
+    assert names == ["mcpline.server.tasks.store", "mcpline.server.tasks.manager"]
 
 
 def test_sqlite_loads_with_a_sqlite_store(spawn: Spawn, tmp_path: Path) -> None:
@@ -93,5 +93,6 @@ def test_sqlite_loads_with_a_sqlite_store(spawn: Spawn, tmp_path: Path) -> None:
     assert loaded(p) == []
     created = result(call(p, "loaded", caps=FULL))
     names = wait_status(p, created["taskId"])["result"]["content"][0]["text"].split()
-    assert "sqlite3" in names and "mcpline.server.task_sqlite" in names and "redis" not in names
+    assert "sqlite3" in names and "mcpline.server.tasks.sqlite_store" in names
+    assert "redis" not in names
     assert json.dumps(names)

@@ -1,11 +1,12 @@
-"""The task quota rule (`mcpline.server.task_quota`), pure: which bucket a task counts in,
+"""The task quota rule (`mcpline.server.tasks.quota`), pure: which bucket a task counts in,
 which bound a write breaks, the answer at the limit, and the spec that configures it."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcpline.server.task_quota import (
+from mcpline.server.tasks.manager import quota_error
+from mcpline.server.tasks.quota import (
     MIB,
     QUOTA_ENV,
     TASK_QUOTA_EXCEEDED,
@@ -14,7 +15,6 @@ from mcpline.server.task_quota import (
     Usage,
     resolve_quota,
 )
-from mcpline.server.tasks import quota_error
 
 Q = TaskQuota(
     tasks=10, bytes=1000, anonymous_tasks=2, anonymous_bytes=100, total_tasks=15, total_bytes=1500

@@ -14,17 +14,17 @@ from typing import Any
 import msgspec
 import pytest
 
-from mcpline.server.task_quota import QuotaExceeded, TaskQuota, Usage
-from mcpline.server.task_redis import RedisTaskStore
-from mcpline.server.task_sqlite import SqliteTaskStore
-from mcpline.server.task_store import (
+from mcpline.server.tasks.manager import resolve_store
+from mcpline.server.tasks.quota import QuotaExceeded, TaskQuota, Usage
+from mcpline.server.tasks.redis_store import RedisTaskStore
+from mcpline.server.tasks.sqlite_store import SqliteTaskStore
+from mcpline.server.tasks.store import (
     MemoryTaskStore,
     TaskRecord,
     TaskStore,
     encode_record,
     now_ms,
 )
-from mcpline.server.tasks import resolve_store
 
 from ..redis_server import RedisServer, running_redis
 

@@ -94,8 +94,8 @@ from .pool import Pool
 from .upstream import Upstream
 
 if TYPE_CHECKING:
-    from ..server._dispatch import Dispatcher
     from ..server.engine import Engine, Exchange, Peer, Routed
+    from ..server.methods import Dispatcher
 
 log = logging.getLogger("mcpline.bridge")
 

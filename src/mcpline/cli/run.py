@@ -266,7 +266,7 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
 def bus_url(args: argparse.Namespace) -> str | None:
     """``--bus`` or ``$MCPLINE_BUS_URL``, checked, and put in the environment (where the
     workers of ``--workers N`` find it); SystemExit(2) on a bad one."""
-    from ..server.scale_out import BUS_ENV, check_url
+    from ..server.scale.attach import BUS_ENV, check_url
 
     url = args.bus if args.bus is not None else os.environ.get(BUS_ENV)
     if not url:
@@ -284,7 +284,7 @@ def load_with_bus(target: str, url: str | None) -> Any:
     stderr when the file's own bus is kept)."""
     server = load_server(target)
     if url:
-        from ..server.scale_out import attach
+        from ..server.scale.attach import attach
 
         if not attach(server, url).bus:
             print(
@@ -391,7 +391,7 @@ def task_quota(args: argparse.Namespace) -> None:
     ``--workers N``) reads it; SystemExit(2) on a bad one."""
     if args.task_quota is None:
         return
-    from ..server.task_quota import QUOTA_ENV, TaskQuota
+    from ..server.tasks.quota import QUOTA_ENV, TaskQuota
 
     try:
         TaskQuota.parse(args.task_quota)

@@ -10,8 +10,8 @@ from ..wire import DEFAULT_MAX_LINE_BYTES
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 
 if TYPE_CHECKING:
-    from .task_quota import TaskQuota
-    from .task_store import TaskStore
+    from .tasks.quota import TaskQuota
+    from .tasks.store import TaskStore
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,12 @@ class ServerOptions:
     strict_arguments: bool = False
     """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
     task_store: TaskStore | str | None = None
-    """Where tasks live (see `mcpline.server.tasks`); None: ``$MCPLINE_TASK_STORE``, else
+    """Where tasks live (see `mcpline.server.tasks.manager`); None: ``$MCPLINE_TASK_STORE``, else
     memory."""
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 1000
     task_quota: TaskQuota | str | None = None
-    """What tasks may keep (see `mcpline.server.task_quota`); None: ``$MCPLINE_TASK_QUOTA``,
+    """What tasks may keep (see `mcpline.server.tasks.quota`); None: ``$MCPLINE_TASK_QUOTA``,
     else the defaults."""
 
     def __post_init__(self) -> None:

@@ -106,7 +106,7 @@ class _Rerun:
 
 def _as_json(value: Any) -> Any:
     """``value`` as it comes back from JSON (what a later round sees)."""
-    from .schema import json_copy
+    from .signature.schema import json_copy
 
     return json_copy(value)
 
@@ -262,7 +262,7 @@ class Context(Generic[LifespanT]):
         passed as the state), or ``None`` in the first round."""
         if self._state is None:
             return None
-        from .schema import convert
+        from .signature.schema import convert
 
         value: T = convert(self._state, tp)
         return value
@@ -386,8 +386,8 @@ class Context(Generic[LifespanT]):
         by default it comes from the message, the schema and how many times this run asked
         the same, which stays the same across runs as long as the code before it does.
         """
-        from . import schema as _schema
         from .mrtr import InputRequest, elicit
+        from .signature import schema as _schema
 
         if not isinstance(message, str):
             raise TypeError("message must be a string")

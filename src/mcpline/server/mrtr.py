@@ -319,7 +319,7 @@ def content_problems(request: InputRequest, answer: dict[str, Any]) -> list[str]
         or answer.get("action") != "accept"
     ):
         return []
-    from .schema import SchemaError, Validator
+    from .signature.schema import SchemaError, Validator
 
     try:
         found = Validator(request.params["requestedSchema"]).errors(answer.get("content", {}))

@@ -18,10 +18,10 @@ import msgspec
 
 from ..errors import JsonRpcError
 from ..spec import INVALID_PARAMS
-from . import schema as _schema
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import is_content_block, text
 from .context import Context
+from .signature import schema as _schema
 
 ROLES = frozenset({"user", "assistant"})
 

@@ -1,7 +1,7 @@
 """`Registry`: what one server serves (tools, resources, prompts, completions and the OAuth
 scopes each needs) and what it advertises from them.
 
-`mcpline.Server`'s decorators write it; the dispatcher (`mcpline.server._dispatch`), the task
+`mcpline.Server`'s decorators write it; the dispatcher (`mcpline.server.methods`), the task
 runtime and the HTTP transport read it, through the names below only. Resources (URI
 templates) and completions are built on first use, so a tools-only server does not load
 them.

@@ -30,9 +30,9 @@ import msgspec
 from ..errors import JsonRpcError, ResourceNotFoundError
 from ..protocol.uritemplate import Expression, UriTemplate
 from ..spec import INVALID_PARAMS
-from . import schema as _schema
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .context import Context
+from .signature import schema as _schema
 
 log = logging.getLogger("mcpline.server")
 

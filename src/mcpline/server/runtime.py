@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from ._lifespan import Services
     from ._options import ServerOptions
     from .engine import Engine
     from .registry import Registry
+    from .services import Services
 
 
 @dataclass(frozen=True)

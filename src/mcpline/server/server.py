@@ -7,27 +7,27 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
 from ..wire import DEFAULT_MAX_LINE_BYTES
-from ._dispatch import Dispatcher
-from ._lifespan import LifespanHook, Services
 from ._options import ServerOptions
 from .engine import Engine
 from .eras import ModernEra
+from .methods import Dispatcher
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 from .registry import Registry
 from .runtime import Runtime
 from .scopes import check_scopes
+from .services import LifespanHook, Services
 from .tools import Tool, make_tool
 
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
 # server does not pay for them at start-up.
 if TYPE_CHECKING:
     from ..transports.http import HttpApp
-    from .bus import Change, NotificationBus
     from .legacy import LegacyEra
     from .prompts import Prompt
     from .resources import Resource
-    from .task_quota import TaskQuota
-    from .task_store import TaskStore
+    from .scale.bus import Change, NotificationBus
+    from .tasks.quota import TaskQuota
+    from .tasks.store import TaskStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,15 +60,15 @@ class Server:
       (see `mcpline.server.legacy`); ``strict_arguments`` is every tool's default for
       ``strict`` (see `tool`).
     * **Several processes**: ``bus`` carries list changes and resource updates to the other
-      processes of this server (see `mcpline.server.bus`); without one they reach this
-      process's peers only (`mcpline.server.scale_out` gives a server both after
+      processes of this server (see `mcpline.server.scale.bus`); without one they reach this
+      process's peers only (`mcpline.server.scale.attach` gives a server both after
       construction, before it serves).
-    * **Tasks** (the tasks extension, see `mcpline.server.tasks`): ``task_store`` keeps
+    * **Tasks** (the tasks extension, see `mcpline.server.tasks.manager`): ``task_store`` keeps
       them: a store, or ``"memory"``, ``"sqlite:PATH"`` or a Redis URL (default
       ``$MCPLINE_TASK_STORE``, else memory); passing one also advertises the extension. A
       task lives ``task_ttl_ms`` (None: no limit) and clients are asked to poll every
       ``task_poll_interval_ms``. ``task_quota`` bounds what tasks keep per principal and in
-      all (a `mcpline.server.task_quota.TaskQuota` or its spec; default
+      all (a `mcpline.server.tasks.quota.TaskQuota` or its spec; default
       ``$MCPLINE_TASK_QUOTA``, else the defaults).
     """
 
@@ -227,7 +227,7 @@ class Server:
         (default: the server's ``strict_arguments``); see docs/tools.md.
         ``task=True`` (or ``"optional"``) runs each call as a task for a client that declares
         the tasks extension; ``task="required"`` refuses other clients with -32021 (legacy
-        sessions still get a normal call). See `mcpline.server.tasks`.
+        sessions still get a normal call). See `mcpline.server.tasks.manager`.
         ``scopes``: the OAuth scopes a caller's verified token must hold (HTTP 403
         ``insufficient_scope`` otherwise; see `mcpline.server.scopes`).
         """
@@ -408,7 +408,7 @@ class Server:
 
         return register
 
-    # --- scale-out: the bus and the nonce ledger (see mcpline.server.scale_out) -----------
+    # --- scale-out: the bus and the nonce ledger (see mcpline.server.scale.attach) -----------
 
     @property
     def bus(self) -> NotificationBus | None:
@@ -445,7 +445,7 @@ class Server:
         """
         self.runtime.engine.list_changed(kind)
         if self._bus is not None:
-            from .bus import Change
+            from .scale.bus import Change
 
             self._bus.publish(Change("list_changed", kind))
 
@@ -455,7 +455,7 @@ class Server:
         here and through the server's bus; safe to call from any thread."""
         self.runtime.engine.resource_updated(uri)
         if self._bus is not None:
-            from .bus import Change
+            from .scale.bus import Change
 
             self._bus.publish(Change("resource_updated", uri))
 

@@ -47,7 +47,7 @@ FLAG_CAPABILITY = {
 
 
 class TaskListens(Protocol):
-    """What a listen asks of the tasks extension (`mcpline.server.tasks.TaskManager`)."""
+    """What a listen asks of the tasks extension (`mcpline.server.tasks.manager.TaskManager`)."""
 
     async def listen_ids(self, ctx: Context, requested: Any) -> list[str]:
         """The ``taskIds`` of ``requested`` this caller may watch."""
@@ -59,7 +59,7 @@ class TaskListens(Protocol):
 
 
 class ListenHost(Protocol):
-    """What listens ask of the server's method table (`mcpline.server._dispatch`)."""
+    """What listens ask of the server's method table (`mcpline.server.methods`)."""
 
     def capabilities(self) -> dict[str, Any]: ...
 

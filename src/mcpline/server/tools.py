@@ -12,11 +12,11 @@ from typing import Any
 
 from ..errors import JsonRpcError, ToolError
 from ..spec import TOOL_NAME_MAX
-from . import schema as _schema
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import CONTENT, ToolResult, is_content_block, looks_like_content, text
 from .context import Context
 from .mrtr import InputRequired
+from .signature import schema as _schema
 
 log = logging.getLogger("mcpline.server")
 
@@ -45,7 +45,7 @@ ANNOTATION_KEYS = {
 
 class Deferred(Exception):
     """What a tool body returns (or raises) to answer later instead of with a value: a task
-    handle (`mcpline.Task`, see `mcpline.server.tasks`). `invoke` hands it to its caller."""
+    handle (`mcpline.Task`, see `mcpline.server.tasks.manager`). `invoke` hands it to its caller."""
 
 
 def check_name(name: str, kind: str = "tool") -> None:

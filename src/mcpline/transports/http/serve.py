@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from ...addresses import canonical_host, is_loopback
 from ...protocol.state import STATE_KEY_ENV, env_key_problem
-from ...server.scale_out import Scalable
+from ...server.scale.attach import Scalable
 
 if TYPE_CHECKING:
     from ...server._options import ServerOptions
@@ -46,7 +46,8 @@ log = logging.getLogger("mcpline.server")
 
 class HttpServed(Scalable, Protocol):
     """What serving over HTTP reads of a server (a `mcpline.Server` is one): its options and
-    its ASGI app, and the bus and nonce ledger its workers attach (`mcpline.server.scale_out`)."""
+    its ASGI app, and the bus and nonce ledger its workers attach
+    (`mcpline.server.scale.attach`)."""
 
     @property
     def options(self) -> ServerOptions: ...
@@ -338,7 +339,7 @@ def serve_workers(
     name), which imports the file again (``$MCPLINE_HTTP_TARGET``) and returns `worker_app`
     of it. Sealed ``requestState`` must verify on every worker, so ``$MCPLINE_STATE_KEY`` is
     required (`HttpError` otherwise). Each worker takes its bus and nonce ledger from
-    ``$MCPLINE_BUS_URL`` where the file gives none (`mcpline.server.scale_out`); without a bus
+    ``$MCPLINE_BUS_URL`` where the file gives none (`mcpline.server.scale.attach`); without a bus
     one warning line says what is not shared. The `Connections` limits hold per worker."""
     from ..stdio import configure_logging
 
@@ -383,7 +384,7 @@ def serve_workers(
 
 def _warn_unshared(server: HttpServed, workers: int) -> None:
     """One warning line when the workers would not share changes or used states."""
-    from ...server.scale_out import BUS_ENV, attach_from_env, missing
+    from ...server.scale.attach import BUS_ENV, attach_from_env, missing
 
     attach_from_env(server)  # as each worker will (`worker_app`)
     gaps = missing(server)
@@ -411,7 +412,7 @@ def worker_app(server: HttpServed, **extra: Any) -> HttpApp:
     was given and ``extra`` (those that are no JSON, such as ``verify_token``)."""
     options = {**json.loads(os.environ.get(OPTIONS_ENV) or "{}"), **extra}
     path = options.pop("path", "/mcp")
-    from ...server.scale_out import attach_from_env
+    from ...server.scale.attach import attach_from_env
 
     attach_from_env(server)  # $MCPLINE_BUS_URL (mcpline run --bus)
     app = server.http_app(path, **options)

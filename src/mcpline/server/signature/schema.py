@@ -9,10 +9,11 @@ refused and the schema's size and depth bounded.
 What an annotation says is honoured or refused when the function is registered: metadata
 mcpline does not understand is a `SchemaError` naming the parameter, never ignored.
 
-This module is the public face: `Validator`, `Signature` and `output_schema_for` live here,
-the rest in private modules by topic (``_jsonschema``: bounds, dialects and errors;
-``_coerce``: JSON-text arguments; ``_annotations``: what a type hint says; ``_pydantic``;
-``_values``: typed values as JSON; ``_forms``: elicitation forms; ``_docstrings``).
+This module is the face of `mcpline.server.signature`: `Validator`, `Signature` and
+`output_schema_for` live here, the rest in its sibling modules by topic (``bounds``: bounds,
+dialects and errors; ``coerce``: JSON-text arguments; ``annotations``: what a type hint
+says; ``pydantic_support``; ``values``: typed values as JSON; ``forms``: elicitation forms;
+``docstrings``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ._annotations import (
+from .annotations import (
     McpHeader,
     Translate,
     choices,
@@ -35,11 +36,7 @@ from ._annotations import (
     rebuild,
     uses_pydantic,
 )
-from ._coerce import coerce_strings
-from ._docstrings import split_docstring
-from ._forms import Convert as Convert
-from ._forms import elicitation_form
-from ._jsonschema import (
+from .bounds import (
     DIALECTS,
     MAX_REPORTED_ERRORS,
     MAX_SCHEMA_DEPTH,
@@ -51,8 +48,12 @@ from ._jsonschema import (
     check_tool_input_schema,
     dialect_class,
 )
-from ._pydantic import arguments_model, bind_arguments, output_schema
-from ._values import convert, dumps_text, json_copy, to_json
+from .coerce import coerce_strings
+from .docstrings import split_docstring
+from .forms import Convert as Convert
+from .forms import elicitation_form
+from .pydantic_support import arguments_model, bind_arguments, output_schema
+from .values import convert, dumps_text, json_copy, to_json
 
 
 def _refuse_retrieval(uri: str) -> Any:

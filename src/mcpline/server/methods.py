@@ -4,7 +4,7 @@
 `mcpline.server.eras.ModernHost`): which method serves a name, what is offered, and how a
 modern result is finished; its handlers read the `Server`'s registry. Listens and tasks,
 which it builds, see it only as what they name of it
-(`mcpline.server.subscriptions.ListenHost`, `mcpline.server._task_runs.TaskHost`).
+(`mcpline.server.subscriptions.ListenHost`, `mcpline.server.tasks.runs.TaskHost`).
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from .registry import LISTED_KINDS
 from .tools import Deferred, invoke
 
 if TYPE_CHECKING:
-    from ._lifespan import Services
     from ._options import ServerOptions
     from .engine import Engine
     from .registry import Registry
     from .scopes import Kind
+    from .services import Services
     from .subscriptions import Subscriptions
-    from .tasks import TaskManager
+    from .tasks.manager import TaskManager
 
 
 def _takes_tasks(ctx: Context) -> bool:
@@ -192,7 +192,7 @@ class Dispatcher:
     @cached_property
     def tasks(self) -> TaskManager:
         """The tasks extension's runtime (built, with its store, on first use)."""
-        from .tasks import TaskManager, resolve_store
+        from .tasks.manager import TaskManager, resolve_store
 
         return TaskManager(self, resolve_store(self.options.task_store))
 
@@ -316,7 +316,7 @@ class Dispatcher:
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
             if _takes_tasks(ctx):
                 return await self.tasks.adopt(tool, handle, ctx)
-            from ._task_handle import Task, shaped
+            from .tasks.handle import Task, shaped
 
             if not isinstance(handle, Task):
                 raise

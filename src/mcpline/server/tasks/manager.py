@@ -26,13 +26,13 @@ Tasks are bound to the requester's principal (``ctx.principal``, from the HTTP b
 hook); a task of another principal is answered exactly as an unknown one. Ids are 192 random
 bits (`secrets`).
 
-What tasks keep is bounded by the server's `mcpline.server.task_quota.TaskQuota` (tasks and
+What tasks keep is bounded by the server's `mcpline.server.tasks.quota.TaskQuota` (tasks and
 bytes per principal, for anonymous callers together and in all): a ``tools/call`` whose task
 does not fit, or a ``tasks/update`` whose answers do not, is answered -32010
 (`TASK_QUOTA_EXCEEDED`); a result that does not fit fails its task with that error. A task
 that ended keeps only its outcome (its arguments, answers and state are dropped).
 
-`TaskManager` holds the runtime: the store (`mcpline.server.task_store`), this process's
+`TaskManager` holds the runtime: the store (`mcpline.server.tasks.store`), this process's
 running tasks and their leases, TTL purging, and ``notifications/tasks`` to the listens that
 asked for a task's id. Across processes (SQLite, Redis): a process claims a task it runs
 with a lease it renews every third of the store's ``lease``; a cancellation is a flag in the
@@ -54,10 +54,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
-from ..spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
-from ._task_handle import _UNSET, Task, shaped
-from ._task_records import (
+from ...errors import InvalidParams, JsonRpcError, MissingCapabilityError
+from ...spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
+from ..context import Context
+from ..mrtr import InputRequest, check_answer
+from ..tools import Deferred, Tool, invoke
+from .handle import _UNSET, Task, shaped
+from .quota import TASK_QUOTA_EXCEEDED, QuotaExceeded, Refusal, TaskQuota, resolve_quota
+from .records import (
     ENDED,
     accepts_tasks,
     failed,
@@ -67,15 +71,11 @@ from ._task_records import (
     required_extension,
     task_json,
 )
-from ._task_runs import Run, TaskHost, TaskRuns
-from .context import Context
-from .mrtr import InputRequest, check_answer
-from .task_quota import TASK_QUOTA_EXCEEDED, QuotaExceeded, Refusal, TaskQuota, resolve_quota
-from .task_store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
-from .tools import Deferred, Tool, invoke
+from .runs import Run, TaskHost, TaskRuns
+from .store import DEFAULT_LEASE, MemoryTaskStore, TaskRecord, TaskStore, now_ms
 
 if TYPE_CHECKING:
-    from .subscriptions import Listen
+    from ..subscriptions import Listen
 
 log = logging.getLogger("mcpline.server")
 
@@ -98,7 +98,7 @@ def resolve_store(given: TaskStore | str | None) -> TaskStore:
     if spec in ("", "memory"):
         return MemoryTaskStore(lease=lease)
     if spec.startswith("sqlite:"):
-        from .task_sqlite import SqliteTaskStore
+        from .sqlite_store import SqliteTaskStore
 
         path = spec[len("sqlite:") :]
         if path.startswith("//"):
@@ -107,7 +107,7 @@ def resolve_store(given: TaskStore | str | None) -> TaskStore:
             raise ValueError(f"{STORE_ENV}: sqlite: needs a file path")
         return SqliteTaskStore(path, lease=lease)
     if spec.startswith(("redis://", "rediss://", "unix://")):
-        from .task_redis import RedisTaskStore
+        from .redis_store import RedisTaskStore
 
         return RedisTaskStore(spec, lease=lease)
     raise ValueError(f"unknown task store {spec!r}: use memory, sqlite:PATH or a redis:// URL")

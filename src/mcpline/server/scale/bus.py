@@ -13,7 +13,7 @@ replica only), and each client re-lists from whichever replica it reaches. Keep 
 alike across replicas (register at import), or route a client to one replica.
 
 The default (``Server(bus=None)``) is in-process: changes reach this process's peers and
-nothing else, at no cost. `mcpline.server.redis_bus.RedisBus` carries them over Redis
+nothing else, at no cost. `mcpline.server.scale.redis_bus.RedisBus` carries them over Redis
 pub/sub. Another transport implements `NotificationBus`.
 """
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from ..protocol.state import MemoryNonceLedger
+from ...protocol.state import MemoryNonceLedger
 
 if TYPE_CHECKING:
-    from ..protocol.state import NonceLedger
+    from ...protocol.state import NonceLedger
     from .bus import NotificationBus
 
 BUS_ENV = "MCPLINE_BUS_URL"

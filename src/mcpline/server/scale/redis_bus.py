@@ -4,7 +4,7 @@ Both need the ``redis`` extra (``pip install 'mcpline[redis]'``, redis-py 5.0.1 
 and import it only when first used, so a server without them starts as fast as before.
 
 `RedisBus` carries list changes and resource updates over Redis pub/sub (see
-`mcpline.server.bus`). Each message is compact JSON::
+`mcpline.server.scale.bus`). Each message is compact JSON::
 
     {"origin":"4711-3f2a9c01b2d4","kind":"list_changed","value":"tools"}
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import redis.asyncio
     import redis.asyncio.client
 
-log = logging.getLogger("mcpline.server.bus")
+log = logging.getLogger("mcpline.server.scale.bus")
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 READ_POLL = 5.0

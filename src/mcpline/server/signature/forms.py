@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ._annotations import (
+from .annotations import (
     choices,
     has_fields,
     is_class,
@@ -19,8 +19,8 @@ from ._annotations import (
     keep_declared_order,
     uses_pydantic,
 )
-from ._pydantic import output_schema
-from ._values import convert
+from .pydantic_support import output_schema
+from .values import convert
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _FORM_TYPES = frozenset({"string", "number", "integer", "boolean"})

@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from ._annotations import uses_pydantic
-from ._jsonschema import ArgumentError
-from ._pydantic import enc_hook, error_text
+from .annotations import uses_pydantic
+from .bounds import ArgumentError
+from .pydantic_support import enc_hook, error_text
 
 
 def to_json(value: Any) -> Any:

@@ -9,9 +9,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import JsonRpcError, ToolError
-from .mrtr import InputRequired
-from .tools import Deferred, Tool, error_result, shape_result
+from ...errors import JsonRpcError, ToolError
+from ..mrtr import InputRequired
+from ..tools import Deferred, Tool, error_result, shape_result
 
 log = logging.getLogger("mcpline.server")
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from ..wire import json_type
-from ._jsonschema import MAX_SCHEMA_DEPTH
+from ...wire import json_type
+from .bounds import MAX_SCHEMA_DEPTH
 
 _NO_VALUE: Any = object()
 _MISSING_NODE: Any = object()

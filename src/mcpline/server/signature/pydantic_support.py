@@ -9,8 +9,8 @@ import inspect
 import re
 from typing import Any, Literal
 
-from ._annotations import Translate, prepare, pydantic_loaded
-from ._jsonschema import MAX_REPORTED_ERRORS, ArgumentError, SchemaError
+from .annotations import Translate, prepare, pydantic_loaded
+from .bounds import MAX_REPORTED_ERRORS, ArgumentError, SchemaError
 
 
 @functools.cache

@@ -28,8 +28,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .task_quota import QuotaExceeded, TaskQuota, Usage
-from .task_store import (
+from .quota import QuotaExceeded, TaskQuota, Usage
+from .store import (
     DEFAULT_LEASE,
     Change,
     TaskRecord,

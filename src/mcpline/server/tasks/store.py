@@ -2,13 +2,13 @@
 
 A store keeps `TaskRecord` values by task id and changes them atomically (`TaskStore.update`
 reads, applies a pure function and writes, as one step even when other processes share the
-store). It knows nothing of MCP: `mcpline.server.tasks` decides what each change is. Three
+store). It knows nothing of MCP: `mcpline.server.tasks.manager` decides what each change is. Three
 stores ship:
 
 * `MemoryTaskStore` (the default): this process only; tasks die with it.
-* `mcpline.server.task_sqlite.SqliteTaskStore`: a SQLite file in WAL mode, for one machine,
+* `mcpline.server.tasks.sqlite_store.SqliteTaskStore`: a SQLite file in WAL mode, for one machine,
   restarts and several processes sharing the file.
-* `mcpline.server.task_redis.RedisTaskStore`: Redis (the ``mcpline[redis]`` extra), for
+* `mcpline.server.tasks.redis_store.RedisTaskStore`: Redis (the ``mcpline[redis]`` extra), for
   workers and replicas.
 
 Times are integer milliseconds since the epoch (wall clock: processes that share a store
@@ -16,7 +16,7 @@ should keep their clocks in sync). A record whose ``expires`` has passed is expi
 server answers as the SEP says and `TaskStore.purge` deletes it.
 
 Each store also counts, per owner and in all, the unexpired records it keeps and their
-encoded size, and checks a `mcpline.server.task_quota.TaskQuota` atomically with the write
+encoded size, and checks a `mcpline.server.tasks.quota.TaskQuota` atomically with the write
 it guards (`TaskStore.create`, `TaskStore.update`).
 """
 
@@ -29,8 +29,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from ..spec import TERMINAL_TASK_STATUSES
-from .task_quota import QuotaExceeded, TaskQuota, Usage
+from ...spec import TERMINAL_TASK_STATUSES
+from .quota import QuotaExceeded, TaskQuota, Usage
 
 DEFAULT_LEASE = 15.0
 """Seconds a running task's worker may stay silent before the task is taken for dead."""
@@ -46,7 +46,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
     id: str
     owner: str = ""
-    """The principal the task is bound to (`mcpline.server.tasks.owner_key`); "" for none."""
+    """The principal the task is bound to (`mcpline.server.tasks.records.owner_key`); ""
+    for none."""
     tool: str = ""
     kind: str = "tool"
     """``tool``: the tool body runs (again) from ``arguments``, in any process;

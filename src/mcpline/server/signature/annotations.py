@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from ._jsonschema import SchemaError
+from .bounds import SchemaError
 
 
 class McpHeader:

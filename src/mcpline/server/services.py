@@ -19,7 +19,7 @@ from ..errors import InternalError
 from .workers import WorkerPool
 
 if TYPE_CHECKING:
-    from .bus import Deliver, NotificationBus
+    from .scale.bus import Deliver, NotificationBus
 
 log = logging.getLogger("mcpline.server")
 

@@ -1,4 +1,4 @@
-"""The tasks this process runs, for `mcpline.server.tasks.TaskManager`: starting a run,
+"""The tasks this process runs, for `mcpline.server.tasks.manager.TaskManager`: starting a run,
 recording its end (result, input requests, failure or cancellation) and its progress as the
 task's ``statusMessage``."""
 
@@ -15,26 +15,26 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from ..errors import InvalidParams, JsonRpcError, MissingCapabilityError
-from ..jsonrpc import Request
-from ..protocol.meta import RequestMeta
-from ..spec import INTERNAL_ERROR, PROGRESS, TOOLS_CALL
-from ._task_handle import Task, shaped
-from ._task_records import ENDED, STOPPED, failed
-from .context import Context
-from .engine import Engine, Exchange, Phase
-from .eras import EraHost
-from .mrtr import InputRequired, select_requests
-from .outbound import Kind
-from .task_quota import QuotaExceeded, TaskQuota
-from .task_store import TaskRecord, TaskStore, now_ms
-from .tools import Deferred, Tool, invoke
+from ...errors import InvalidParams, JsonRpcError, MissingCapabilityError
+from ...jsonrpc import Request
+from ...protocol.meta import RequestMeta
+from ...spec import INTERNAL_ERROR, PROGRESS, TOOLS_CALL
+from ..context import Context
+from ..engine import Engine, Exchange, Phase
+from ..eras import EraHost
+from ..mrtr import InputRequired, select_requests
+from ..outbound import Kind
+from ..tools import Deferred, Tool, invoke
+from .handle import Task, shaped
+from .quota import QuotaExceeded, TaskQuota
+from .records import ENDED, STOPPED, failed
+from .store import TaskRecord, TaskStore, now_ms
 
 if TYPE_CHECKING:
-    from ._lifespan import Services
-    from ._options import ServerOptions
-    from .registry import Registry
-    from .subscriptions import Subscriptions
+    from .._options import ServerOptions
+    from ..registry import Registry
+    from ..services import Services
+    from ..subscriptions import Subscriptions
 
 log = logging.getLogger("mcpline.server")
 
@@ -42,7 +42,7 @@ _PROGRESS_TOKEN = "mcpline-task"
 
 
 class TaskHost(EraHost, Protocol):
-    """What the tasks extension asks of the server's method table (`mcpline.server._dispatch`):
+    """What the tasks extension asks of the server's method table (`mcpline.server.methods`):
     what a context's host offers, and the server's options, services, registry, engine and
     listens."""
 

@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .task_quota import QuotaExceeded, Refusal, TaskQuota, Usage
-from .task_store import (
+from .quota import QuotaExceeded, Refusal, TaskQuota, Usage
+from .store import (
     DEFAULT_LEASE,
     Change,
     TaskRecord,
@@ -71,7 +71,7 @@ local function clean(z, h, u, now)
   return #gone
 end
 -- the bounds of TaskQuota.bounds from ARGV[first]: their count, then per bound the two
--- fields of ~usage it counts with, its limits and its bucket; the rule of task_quota.check
+-- fields of ~usage it counts with, its limits and its bucket; the rule of quota.check
 local function refuse(u, first, tasks, size)
   for j = 0, tonumber(ARGV[first]) - 1 do
     local at = first + 1 + j * 5
@@ -162,7 +162,7 @@ class RedisTaskStore:
         timeout: float = 5.0,
         max_connections: int = 32,
     ) -> None:
-        from .redis_bus import _require_redis
+        from ..scale.redis_bus import _require_redis
 
         _require_redis("RedisTaskStore")
         if lease <= 0 or timeout <= 0 or max_connections < 1:

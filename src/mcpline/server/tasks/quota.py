@@ -6,7 +6,7 @@ results and all, for ``tasks/get``); its bytes are the size of its stored record
 answers, state, result). Every caller with the same principal shares one bucket; callers
 without a principal (stdio, sockets, HTTP without a token hook) share the smaller anonymous
 bucket; every task of the server also counts against the server's bucket. A store applies
-the rule atomically with the write it guards (`mcpline.server.task_store.TaskStore`): a new
+the rule atomically with the write it guards (`mcpline.server.tasks.store.TaskStore`): a new
 task must fit a task and its bytes, a change that grows a record must fit the growth.
 
 The rule is pure: `TaskQuota.refusal` says which bound a write would break, given what the
@@ -109,7 +109,7 @@ class TaskQuota:
                 raise ValueError(f"task quota: {f.name} must be a positive integer")
 
     def bounds(self, owner: str) -> tuple[Bound, Bound]:
-        """The buckets a task of ``owner`` (`mcpline.server.tasks.owner_key`; "" for none)
+        """The buckets a task of ``owner`` (`mcpline.server.tasks.manager.owner_key`; "" for none)
         counts against, in the order they are checked."""
         if owner:
             own = Bound("principal", owner, self.tasks, self.bytes)

@@ -1,5 +1,5 @@
 """What a task is bound to and how its record reads as JSON: the parts of
-`mcpline.server.tasks` its siblings share."""
+`mcpline.server.tasks.manager` its siblings share."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ..protocol.capabilities import accepts_tasks
-from ..spec import INTERNAL_ERROR, TASKS_EXTENSION
-from .task_store import TaskRecord
+from ...protocol.capabilities import accepts_tasks
+from ...spec import INTERNAL_ERROR, TASKS_EXTENSION
+from .store import TaskRecord
 
 
 def required_extension() -> dict[str, Any]:
