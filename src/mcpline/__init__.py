@@ -117,12 +117,12 @@ _LAZY = {
     "list_roots": ".server.mrtr",
     "sample": ".server.mrtr",
     "Completion": ".server.completion",
-    "McpHeader": ".server.schema",
+    "McpHeader": ".server.signature.schema",
     "assistant": ".server.prompts",
     "user": ".server.prompts",
     "PathEscapeError": ".server.resources",
     "safe_path": ".server.resources",
-    "Task": ".server.tasks",
+    "Task": ".server.tasks.handle",
 }
 """Exports whose modules load on first access (the names `TYPE_CHECKING` imports above)."""
 
