@@ -84,7 +84,7 @@ def test_a_task_tool_loads_the_tasks_modules_at_its_first_task(
     created = result(call(p, "loaded", caps=FULL))
     end = wait_status(p, created["taskId"])
     names = end["result"]["content"][0]["text"].split()
-    assert names == ["mcpline.server.tasks.store", "mcpline.server.tasks.manager"]
+    assert names == ["mcpline.server.tasks.manager", "mcpline.server.tasks.store"]
 
 
 def test_sqlite_loads_with_a_sqlite_store(spawn: Spawn, tmp_path: Path) -> None:
