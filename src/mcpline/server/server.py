@@ -496,10 +496,12 @@ class Server:
         path: str | None = None,
         **options: Any,
     ) -> None:
-        """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
-        ``"unix:/path"``, ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT[/PATH]"`` (Streamable
-        HTTP, at ``/mcp`` by default, with uvicorn from the ``mcpline[http]`` extra;
-        ``options`` go to `http_app`). FastMCP's ``"http"``/``"streamable-http"`` with
+        """Serve until the client goes away. ``transport`` is an address of a row of
+        `mcpline.transports.table`: ``"stdio"`` (default), ``"unix:/path"``,
+        ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT[/PATH]"`` (Streamable HTTP, at ``/mcp`` by
+        default, with uvicorn from the ``mcpline[http]`` extra; ``options`` go to
+        `http_app`); ``options`` are that transport's, and any other address is a
+        `ValueError`. FastMCP's ``"http"``/``"streamable-http"`` with
         ``host=`` (127.0.0.1), ``port=`` (8000) and ``path=`` (``/mcp``) mean the same;
         ``"sse"`` (the HTTP+SSE transport of 2024-11-05) is not served (`ValueError`).
 
@@ -508,19 +510,10 @@ class Server:
         a library banner reaches the client as a corrupt message. Start the file with
         ``mcpline run FILE``, which takes stdout before importing it, or print to stderr (or
         use ``logging``) until ``run()``."""
+        from ..transports.table import transport_for
+
         address = run_address(transport, host, port, path)
-        if address == "stdio":
-            from ..transports.stdio import serve_stdio
-
-            serve_stdio(self, **options)
-        elif address.startswith("http://"):
-            from ..transports.http.serve import serve_url
-
-            serve_url(self, address, **options)
-        else:
-            from ..transports.sockets import serve_address
-
-            serve_address(self, address, **options)
+        transport_for(address).serve(self, address, **options)
 
 
 FASTMCP_HTTP = ("http", "streamable-http")

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from ...addresses import canonical_host, is_loopback
 from ...protocol.state import STATE_KEY_ENV, env_key_problem
+from ..table import BaseTransport
 
 if TYPE_CHECKING:
     from ...server.server import Server
@@ -306,6 +307,94 @@ def serve_url(server: Server, url: str, **options: Any) -> None:
         raise SystemExit(2) from None
 
 
+class HttpTransport(BaseTransport):
+    """The ``http`` row of `mcpline.transports.table`: `serve_url`, and for ``mcpline run``
+    `serve_workers` when ``--workers`` is above 1, ``--auth`` (else ``$MCPLINE_AUTH``) as
+    `auth_options`, and the shorthand ``--http HOST:PORT``."""
+
+    def serve(self, server: Server, address: str, **options: Any) -> None:
+        if options.pop("workers", 1) != 1:
+            raise ValueError("several workers import a server file: mcpline run FILE --workers N")
+        serve_url(server, address, **options)
+
+    def options(self, given: dict[str, Any], address: str) -> dict[str, Any]:
+        options = dict(given)
+        workers = options.setdefault("workers", 1)
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
+        if "idle_timeout" in options and not options["idle_timeout"] > 0:
+            raise ValueError("--idle-timeout must be positive")
+        from ...server.auth.config import AUTH_ENV
+
+        spec = options.pop("auth", None) or os.environ.get(AUTH_ENV)
+        if spec:
+            try:
+                host, port, path = parse_url(address)
+            except HttpError as exc:
+                raise ValueError(str(exc)) from None
+            options.update(auth_options(spec, host, port, workers))
+        return options
+
+    def serve_file(
+        self, target: str, address: str, load: Callable[[str], Server], **options: Any
+    ) -> None:
+        # As on stdio, stdout carries nothing but what the server is for (here: nothing):
+        # print() and banners of the file, imported next, land on stderr with the logs.
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        workers = options.pop("workers", 1)
+        if workers == 1:
+            self.serve(load(target), address, **options)
+            return
+        from ...server.loading import load_server, load_worker_app
+
+        try:
+            host, port, path = parse_url(address)
+            serve_workers(
+                target,
+                host,
+                port,
+                workers,
+                load=load_server,
+                factory=load_worker_app,
+                path=path,
+                **options,
+            )
+        except HttpError as exc:
+            print(f"mcpline: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    def shorthand(self, value: str) -> str:
+        try:
+            host, port = parse_bind(value)
+        except HttpError as exc:
+            raise ValueError(str(exc)) from None
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/mcp"
+
+
+HTTP = HttpTransport()
+
+
+def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
+    """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
+    metadata here, and build the verifier from ``$MCPLINE_AUTH``); `ValueError` if bad."""
+    from ...server.auth.config import AUTH_ENV, AuthConfig
+
+    name = f"[{host}]" if ":" in host else host
+    default = f"http://{name}:{port}/mcp" if port else None
+    try:
+        config = AuthConfig.parse(spec, default_audience=default, env=os.environ)
+    except ValueError as exc:
+        raise ValueError(f"--auth: {exc}") from None
+    if workers > 1:
+        audience = config.values["audience"]
+        os.environ[AUTH_ENV] = spec if "audience=" in spec else f"{spec},audience={audience}"
+        return {"resource_metadata": config.metadata()}
+    return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
+
+
 def serve_workers(
     target: str,
     host: str,
@@ -409,6 +498,7 @@ def worker_app(server: Server, **extra: Any) -> HttpApp:
 
 
 __all__ = [
+    "auth_options",
     "bind",
     "Connections",
     "DEFAULT_HEADER_TIMEOUT",
@@ -417,7 +507,9 @@ __all__ = [
     "end_streams_on_signals",
     "exposure_warning",
     "freeze_heap",
+    "HTTP",
     "HttpError",
+    "HttpTransport",
     "OPTIONS_ENV",
     "parse_bind",
     "parse_url",
