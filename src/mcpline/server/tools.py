@@ -5,18 +5,26 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import JsonRpcError, ToolError
 from ..spec import TOOL_NAME_MAX
 from . import schema as _schema
+from ._options import ToolDefinition, check_keywords
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import CONTENT, ToolResult, is_content_block, looks_like_content, text
 from .context import Context
 from .mrtr import InputRequired
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 log = logging.getLogger("mcpline.server")
 
@@ -201,21 +209,20 @@ def make_tool(
     fn: Callable[..., Any],
     *,
     name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    input_schema: dict[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-    structured_output: bool | None = None,
-    annotations: dict[str, Any] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    meta: dict[str, Any] | None = None,
     strict: bool = False,
+    **spec: Unpack[ToolDefinition],
 ) -> Tool:
     """Build a `Tool` from a function; raises `ValueError` for anything a client would reject.
 
+    ``spec`` is the rest of its definition (`mcpline.server._options.ToolDefinition`).
     ``strict`` turns off the reading of strings as the numbers, booleans, arrays or objects
     they spell (``"5"`` for an integer), which is otherwise applied to arguments that break
     ``inputSchema``."""
+    check_keywords(ToolDefinition, spec, "make_tool()")
+    title, description = spec.get("title"), spec.get("description")
+    input_schema, output_schema = spec.get("input_schema"), spec.get("output_schema")
+    structured_output, annotations = spec.get("structured_output"), spec.get("annotations")
+    icons, meta = spec.get("icons"), spec.get("meta")
     tool_name = name or fn.__name__
     check_name(tool_name)
     summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
