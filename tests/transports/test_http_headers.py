@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcpline.protocol.headers import HeaderParam
 from mcpline.spec import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -112,7 +113,11 @@ def test_values_match_by_json_type() -> None:
 
 
 CALL = {"name": "routed", "arguments": {"region": "us-west1", "count": 3, "verbose": True}}
-PARAMS = [(("region",), "Region"), (("count",), "Count"), (("verbose",), "Verbose")]
+PARAMS = [
+    HeaderParam("Region", ("region",), "string"),
+    HeaderParam("Count", ("count",), "integer"),
+    HeaderParam("Verbose", ("verbose",), "boolean"),
+]
 
 
 def good(**over: str | None) -> Headers:
@@ -232,8 +237,8 @@ def test_hosts() -> None:
     gate = Gatekeeper()
     for host in ("127.0.0.1:8000", "localhost:8000", "[::1]:8000", "LOCALHOST", "127.1"):
         assert gate.host_allowed(host, LOOPBACK), host
-    for host in ("evil.example.com", "evil.example.com:8000", None, "[::1", "a:b:c"):
-        assert not gate.host_allowed(host, LOOPBACK), host
+    for bad in ("evil.example.com", "evil.example.com:8000", None, "[::1", "a:b:c"):
+        assert not gate.host_allowed(bad, LOOPBACK), bad
     assert gate.host_allowed("anything.example.com", ("0.0.0.0", 8000))
     assert gate.host_allowed("anything", None)
     named = Gatekeeper(allowed_hosts=["mcp.example.com"])

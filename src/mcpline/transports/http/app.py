@@ -32,6 +32,7 @@ from .security import WELL_KNOWN, Gatekeeper, TokenVerifier
 from .security import check_metadata as _check_metadata
 
 if TYPE_CHECKING:
+    from ...protocol.headers import HeaderParam
     from ...server.engine import Engine
     from ...server.server import Server
     from .modern import PostPeer
@@ -180,7 +181,7 @@ class HttpApp:
     def engine(self) -> Engine:
         return self.server.runtime.engine
 
-    def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
+    def header_params(self, tool: str) -> Sequence[HeaderParam]:
         """The ``x-mcp-header`` parameters of a tool (none for an unknown one)."""
         found = self.server.registry.tools.get(tool)
         return () if found is None else found.header_params

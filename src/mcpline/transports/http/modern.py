@@ -24,6 +24,7 @@ from . import respond, sse
 from .headers import PROTOCOL_VERSION, HeaderError, Headers, mirror_problem
 
 if TYPE_CHECKING:
+    from ...protocol.headers import HeaderParam
     from .app import HttpApp
 
 log = logging.getLogger("mcpline.server")
@@ -73,7 +74,7 @@ class HttpBinding:
 
     def check_request(self, request: Request) -> None:
         params = request.params
-        mirrored: Sequence[tuple[Sequence[str], str]] = ()
+        mirrored: Sequence[HeaderParam] = ()
         if request.method == TOOLS_CALL and isinstance(params, dict):
             name = params.get("name")
             if isinstance(name, str):
