@@ -19,7 +19,7 @@ QUICKSTART = str(EXAMPLES / "quickstart.py")
 EVERYTHING = str(EXAMPLES / "servers" / "everything.py")
 
 
-class Recorder(BaseTransport):
+class Recorder(BaseTransport[Server]):
     """A transport that records what it is asked to serve."""
 
     def __init__(self) -> None:

@@ -424,7 +424,7 @@ def _remove_stale_socket(path: str) -> None:
         probe.close()
 
 
-class SocketTransport(BaseTransport):
+class SocketTransport(BaseTransport["Server"]):
     """The ``unix`` and ``tcp`` rows of `mcpline.transports.table`: `serve_socket`, whose
     failures to start are one ``mcpline: ...`` line on stderr and exit status 2.
 

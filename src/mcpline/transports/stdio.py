@@ -229,7 +229,7 @@ def serve_stdio(
         _hard_exit(0)
 
 
-class StdioTransport(BaseTransport):
+class StdioTransport(BaseTransport["Server"]):
     """The ``stdio`` row of `mcpline.transports.table`."""
 
     def serve(self, server: Server, address: str, **options: Any) -> None:

@@ -19,16 +19,17 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from ..server.server import Server
+S = TypeVar("S")
+S_contra = TypeVar("S_contra", contravariant=True)
 
 
-class ServerTransport(Protocol):
-    """What a row's import string names: how one transport serves."""
+class ServerTransport(Protocol[S_contra]):
+    """What a row's import string names: how one transport serves a server (``S_contra``:
+    what it reads of one; a `mcpline.Server` is all of them)."""
 
-    def serve(self, server: Server, address: str, **options: Any) -> None:
+    def serve(self, server: S_contra, address: str, **options: Any) -> None:
         """Serve ``server`` at ``address`` until done (`Server.run`); a failure to start is
         one ``mcpline: ...`` line on stderr and `SystemExit` 2."""
 
@@ -37,7 +38,7 @@ class ServerTransport(Protocol):
         those of this row only); `ValueError` (a usage error) for bad ones."""
 
     def serve_file(
-        self, target: str, address: str, load: Callable[[str], Server], **options: Any
+        self, target: str, address: str, load: Callable[[str], S_contra], **options: Any
     ) -> None:
         """``mcpline run``: import the server file ``target`` with ``load`` and serve it."""
 
@@ -45,18 +46,18 @@ class ServerTransport(Protocol):
         """The address that the row's shorthand flag ``value`` stands for (`ValueError`)."""
 
 
-class BaseTransport:
+class BaseTransport(Generic[S]):
     """The defaults of `ServerTransport`: flags are options as given, ``serve_file`` loads
     and serves, and there is no shorthand."""
 
-    def serve(self, server: Server, address: str, **options: Any) -> None:
+    def serve(self, server: S, address: str, **options: Any) -> None:
         raise NotImplementedError
 
     def options(self, given: dict[str, Any], address: str) -> dict[str, Any]:
         return dict(given)
 
     def serve_file(
-        self, target: str, address: str, load: Callable[[str], Server], **options: Any
+        self, target: str, address: str, load: Callable[[str], S], **options: Any
     ) -> None:
         self.serve(load(target), address, **options)
 
@@ -105,10 +106,10 @@ class Row:
     shorthand: Flag | None = None
     """A flag that stands for ``--listen ADDRESS`` (``--http HOST:PORT``)."""
 
-    def load(self) -> ServerTransport:
+    def load(self) -> ServerTransport[Any]:
         """Import the transport."""
         module, _, name = self.target.partition(":")
-        transport: ServerTransport = getattr(importlib.import_module(module), name)
+        transport: ServerTransport[Any] = getattr(importlib.import_module(module), name)
         return transport
 
 
@@ -328,7 +329,7 @@ def row_for(address: str) -> Row:
     return row
 
 
-def transport_for(address: str) -> ServerTransport:
+def transport_for(address: str) -> ServerTransport[Any]:
     """The transport serving ``address`` (imported); `ValueError` as `row_for`."""
     return row_for(address).load()
 

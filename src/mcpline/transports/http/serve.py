@@ -307,7 +307,7 @@ def serve_url(server: Server, url: str, **options: Any) -> None:
         raise SystemExit(2) from None
 
 
-class HttpTransport(BaseTransport):
+class HttpTransport(BaseTransport["Server"]):
     """The ``http`` row of `mcpline.transports.table`: `serve_url`, and for ``mcpline run``
     `serve_workers` when ``--workers`` is above 1, ``--auth`` (else ``$MCPLINE_AUTH``) as
     `auth_options`, and the shorthand ``--http HOST:PORT``."""
