@@ -347,8 +347,6 @@ class HttpTransport(BaseTransport["Server"]):
         if workers == 1:
             self.serve(load(target), address, **options)
             return
-        from ...server.loading import load_server, load_worker_app
-
         try:
             host, port, path = parse_url(address)
             serve_workers(
@@ -356,7 +354,7 @@ class HttpTransport(BaseTransport["Server"]):
                 host,
                 port,
                 workers,
-                load=load_server,
+                load=load,
                 factory=load_worker_app,
                 path=path,
                 **options,
@@ -483,6 +481,20 @@ def _warn_unshared(server: Server, workers: int) -> None:
     )
 
 
+def load_worker_app() -> HttpApp:
+    """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
+    app factory, given to `serve_workers`): the file named by ``$MCPLINE_HTTP_TARGET``
+    imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
+    from ...server.auth.config import AUTH_ENV, app_options
+    from ...server.loading import load_server
+    from ..stdio import configure_logging
+
+    configure_logging()
+    spec = os.environ.get(AUTH_ENV)
+    extra = app_options(spec, env=os.environ) if spec else {}
+    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
+
+
 def worker_app(server: Server, **extra: Any) -> HttpApp:
     """The app of one worker process of `serve_workers`, for ``server`` (the file imported
     again in that process): its bus from ``$MCPLINE_BUS_URL``, the options `serve_workers`
@@ -510,6 +522,7 @@ __all__ = [
     "HTTP",
     "HttpError",
     "HttpTransport",
+    "load_worker_app",
     "OPTIONS_ENV",
     "parse_bind",
     "parse_url",
