@@ -481,20 +481,6 @@ def _warn_unshared(server: Server, workers: int) -> None:
     )
 
 
-def load_worker_app() -> HttpApp:
-    """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
-    app factory, given to `serve_workers`): the file named by ``$MCPLINE_HTTP_TARGET``
-    imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
-    from ...server.auth.config import AUTH_ENV, app_options
-    from ...server.loading import load_server
-    from ..stdio import configure_logging
-
-    configure_logging()
-    spec = os.environ.get(AUTH_ENV)
-    extra = app_options(spec, env=os.environ) if spec else {}
-    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
-
-
 def worker_app(server: Server, **extra: Any) -> HttpApp:
     """The app of one worker process of `serve_workers`, for ``server`` (the file imported
     again in that process): its bus from ``$MCPLINE_BUS_URL``, the options `serve_workers`
@@ -507,6 +493,20 @@ def worker_app(server: Server, **extra: Any) -> HttpApp:
     app = server.http_app(path, **options)
     app.on_startup += [end_streams_on_signals, freeze_heap, quiet_accept_errors]
     return app
+
+
+def load_worker_app() -> HttpApp:
+    """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
+    app factory, given to `serve_workers`): the file named by ``$MCPLINE_HTTP_TARGET``
+    imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
+    from ...server.auth.config import AUTH_ENV, app_options
+    from ...server.loading import load_server
+    from ..stdio import configure_logging
+
+    configure_logging()
+    spec = os.environ.get(AUTH_ENV)
+    extra = app_options(spec, env=os.environ) if spec else {}
+    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
 
 
 __all__ = [
