@@ -170,7 +170,7 @@ def test_the_server_knows_what_each_request_requires() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--auth", "jwks=https://as/jwks,issuer=https://as"], "are for --http"),
+        (["--auth", "jwks=https://as/jwks,issuer=https://as"], "--auth: not for stdio"),
         (["--http", "127.0.0.1:0", "--auth", "jwks=https://as/jwks"], "--auth: jwks= needs issuer"),
         (
             ["--http", "127.0.0.1:0", "--auth", "jwks=https://as/jwks,issuer=https://as"],

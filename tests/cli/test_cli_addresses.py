@@ -33,7 +33,6 @@ def test_help_names_the_http_endpoint_form() -> None:
         ["tools", "--server", "localhost:8000"],
         ["tools", "--server", "tcp:nope"],
         ["tools", "--server", "bogus:addr"],
-        ["run", str(QUICKSTART), "--listen", "localhost:8000"],
     ],
 )
 def test_bad_addresses_name_the_http_form(args: list[str]) -> None:
@@ -41,6 +40,15 @@ def test_bad_addresses_name_the_http_form(args: list[str]) -> None:
     assert proc.returncode == 2
     line = one_line_error(proc)
     assert "bad address" in line and ENDPOINT in line, line
+
+
+def test_a_bad_listen_address_names_every_served_form() -> None:
+    proc = cli("run", str(QUICKSTART), "--listen", "localhost:8000")
+    assert proc.returncode == 2
+    line = one_line_error(proc)
+    assert "bad address 'localhost:8000'" in line, line
+    for form in ("stdio", "unix:/path/to.sock", "tcp:HOST:PORT", "http://HOST:PORT/mcp"):
+        assert form in line, line
 
 
 @pytest.mark.parametrize(

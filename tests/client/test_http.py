@@ -284,6 +284,9 @@ def test_a_legacy_session_the_server_forgot_is_started_again() -> None:
             assert await c.list_tools() == []  # idempotent: sent again in a new session
             inits = [r for r in srv.requests if r.body and r.json().get("method") == "initialize"]
             assert len(inits) == 2
+            lists = [r for r in srv.requests if r.body and r.json().get("method") == "tools/list"]
+            # the version initialize agreed on, which the HTTP channel holds, on each request
+            assert [r.headers.get("mcp-protocol-version") for r in lists] == ["2025-11-25"] * 2
 
     run(main())
 

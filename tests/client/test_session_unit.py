@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mcpline.client.session import Session
+from mcpline.client.mrtr import InputHandlers, run_rounds
+from mcpline.client.session import Session, header_channel
 from mcpline.errors import ConnectionLost, ProtocolError, ServerError
 
 LIMIT = 1024
@@ -282,5 +283,42 @@ def test_the_end_of_output_fails_what_waits() -> None:
         with pytest.raises(ConnectionLost, match="gone"):
             await t2
         assert s.closed
+
+    session_test(body)
+
+
+def test_run_rounds_sends_on_the_session_until_the_input_is_in() -> None:
+    """Each round is a new request on the session with the original params, the answers and
+    the requestState as received; the progress callback goes with every request."""
+
+    async def body(session: Session, wire: Wire, host: Host) -> None:
+        handlers = InputHandlers(elicit=lambda params: {"action": "accept", "content": {}})
+        rounds = asyncio.ensure_future(
+            run_rounds(session, "tools/call", {"name": "t"}, handlers, 3, timeout=5.0)
+        )
+        await asyncio.sleep(0)
+        first = wire.out[-1]
+        assert first["params"] == {"name": "t"}
+        ask = {"ask": {"method": "elicitation/create", "params": {"message": "?"}}}
+        needs = {"resultType": "input_required", "inputRequests": ask, "requestState": "s1"}
+        session.feed(line({"jsonrpc": "2.0", "id": first["id"], "result": needs}))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        second = wire.out[-1]
+        assert second["id"] != first["id"] and second["params"]["requestState"] == "s1"
+        assert second["params"]["inputResponses"]["ask"]["action"] == "accept"
+        assert second["params"]["name"] == "t"
+        session.feed(line(answer(second["id"])))
+        assert await rounds == {"ok": True}
+
+    session_test(body)
+
+
+def test_the_session_keeps_no_http_state() -> None:
+    """Tool headers and the agreed version are the HTTP channel's (`HeaderChannel`)."""
+
+    async def body(session: Session, wire: Wire, host: Host) -> None:
+        assert not hasattr(session, "tool_headers") and not hasattr(session, "agreed_version")
+        assert header_channel(session.channel) is None and header_channel(None) is None
 
     session_test(body)

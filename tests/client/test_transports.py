@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
-import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +19,8 @@ from mcpline.client import (
     StdioServer,
     Transport,
 )
+from mcpline.client.http import HttpServer
+from mcpline.client.options import ClientKeywords, HttpKeywords, SocketKeywords, StdioKeywords
 from mcpline.client.session import Channel, Session
 
 from .util import QUICKSTART, Fake, run
@@ -55,11 +57,27 @@ def test_the_client_shows_a_small_public_surface() -> None:
     assert set(names) >= DOCUMENTED
 
 
-def test_every_client_keyword_is_an_option_with_the_same_default() -> None:
-    params = inspect.signature(Client).parameters
-    keywords = {n: p.default for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
-    fields = {f.name: f.default for f in dataclasses.fields(ClientOptions)}
-    assert keywords == fields
+def test_the_client_keywords_are_the_options_and_the_transports_fields() -> None:
+    def names(typed: Any) -> set[str]:
+        return set(typed.__optional_keys__)
+
+    def fields(cls: Any, *given: str) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)} - set(given)
+
+    assert names(ClientKeywords) == fields(ClientOptions)
+    options = fields(ClientOptions)
+    assert names(StdioKeywords) == options | fields(StdioServer, "command", "args")
+    assert names(SocketKeywords) == options | fields(SocketServer, "address")
+    assert names(HttpKeywords) == options | fields(HttpServer, "url", "headers", "auth")
+
+
+def test_a_misspelt_keyword_is_a_type_error_naming_it() -> None:
+    with pytest.raises(TypeError, match=r"Client\(\) got unexpected keyword arguments: timout"):
+        Client(StdioServer("server"), timout=5)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="Client.stdio.* envv"):
+        Client.stdio("server", envv={})  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="Client.connect.* tokn"):
+        Client.connect("unix:/nowhere.sock", tokn="x")  # type: ignore[call-arg]
 
 
 def test_options_are_checked_and_frozen() -> None:
@@ -86,7 +104,7 @@ def test_stdio_sugar_splits_transport_and_client_options() -> None:
     assert "secret-value" not in repr(t)
     assert client.options.timeout == 7
     with pytest.raises(TypeError, match="token"):
-        Client.stdio("python", token="x" * 20)  # a socket's option
+        Client.stdio("python", token="x" * 20)  # type: ignore[call-arg]  # a socket's option
 
 
 def test_connect_sugar_splits_transport_and_client_options() -> None:
@@ -96,7 +114,7 @@ def test_connect_sugar_splits_transport_and_client_options() -> None:
     assert t.label == "tcp:127.0.0.1:9" and "tttt" not in repr(t)
     assert client.options.era == "modern"
     with pytest.raises(TypeError, match="cwd"):
-        Client.connect("unix:/tmp/x.sock", cwd="/")  # a process's option
+        Client.connect("unix:/tmp/x.sock", cwd="/")  # type: ignore[call-arg]  # a process's option
 
 
 def test_a_transport_value_is_immutable() -> None:

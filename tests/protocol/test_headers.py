@@ -3,6 +3,7 @@ and the x-mcp-header constraints, with the spec's own examples."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -142,3 +143,15 @@ def test_an_annotation_under_defs_is_invalid_but_a_property_named_like_it_is_not
         header_params({**schema(), "$defs": {"x": {"type": "string", "x-mcp-header": "X"}}})
     assert header_params(schema(**{"x-mcp-header": {"type": "string"}})) == ()
     assert header_params(None) == ()
+
+
+@pytest.mark.parametrize("names", ["$defs", "definitions", "patternProperties", "dependentSchemas"])
+def test_a_definition_named_like_the_keyword_is_no_annotation(names: str) -> None:
+    """Keys of a map of names to schemas are names (once refused as an unreachable
+    annotation); an annotation inside such a schema is still refused."""
+    annotated = schema(a={"type": "string", "x-mcp-header": "A"})
+    named = {**annotated, names: {"x-mcp-header": {"type": "string"}}}
+    assert header_params(named) == (HeaderParam("A", ("a",), "string"),)
+    inside = {**annotated, names: {"d": {"type": "string", "x-mcp-header": "D"}}}
+    with pytest.raises(InvalidHeaderAnnotation, match=f"at /{re.escape(names)}/d"):
+        header_params(inside)

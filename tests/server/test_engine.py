@@ -7,7 +7,6 @@ import gc
 import json
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from mcpline import Context, Server
 from mcpline.jsonrpc import Request
 from mcpline.server.engine import MOVES, Exchange, Phase
 from mcpline.server.outbound import Kind
+from mcpline.server.peer import PeerState
 
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -23,23 +23,17 @@ META = {
 }
 
 
-class RecordingPeer:
+class RecordingPeer(PeerState):
     """The least a peer is: where messages go, and the phases each exchange went through."""
 
-    name = "recording"
-
     def __init__(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        self.loop_thread = threading.get_ident()
-        self.closing = asyncio.Event()
-        self.scoped: dict[str, Any] = {}
-        self.close_hooks: list[Any] = []
-        self.overflow_hooks: list[Any] = []
+        super().__init__("recording")
         self.messages: dict[Any, list[tuple[Kind, dict[str, Any]]]] = {}
         self.phases: dict[Any, list[Phase]] = {}
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
-        self.messages.setdefault(exchange.id, []).append((kind, json.loads(data)))
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
+        assert json.loads(data) == message  # the message, and the same encoded
+        self.messages.setdefault(exchange.id, []).append((kind, message))
         return True
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -187,3 +181,43 @@ def test_a_server_without_the_legacy_era_builds_none_of_it() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_close_hooks_run_in_order_awaited_past_one_that_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran: list[str] = []
+
+    async def main() -> None:
+        peer = PeerState("p")
+
+        async def later(p: Any) -> None:
+            await asyncio.sleep(0)
+            ran.append(f"awaited {p.name}")
+
+        def broken(p: Any) -> None:
+            raise RuntimeError("boom")
+
+        peer.close_hooks += [broken, later, lambda p: ran.append("plain")]
+        await peer.run_close_hooks()
+
+    asyncio.run(main())
+    assert ran == ["awaited p", "plain"]
+    assert "close hook failed" in caplog.text
+
+
+def test_an_overflow_hook_may_remove_itself() -> None:
+    async def main() -> list[str]:
+        peer = PeerState("p")
+        ended: list[str] = []
+
+        def once(p: Any) -> None:
+            ended.append("once")
+            p.overflow_hooks.remove(once)
+
+        peer.overflow_hooks += [once, lambda p: ended.append("always")]
+        peer.run_overflow_hooks()
+        peer.run_overflow_hooks()
+        return ended
+
+    assert asyncio.run(main()) == ["once", "always", "always"]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import pytest
 
 from mcpline import McpHeader, Server
-from mcpline.server.tools import HeaderParam
+from mcpline.protocol.headers import HeaderParam
 
 
 def obj(**props: Any) -> dict[str, Any]:
@@ -42,10 +42,10 @@ def test_valid_annotations_are_kept_with_their_paths() -> None:
         )
     )
     assert tool.header_params == (
-        HeaderParam(("region",), "Region"),
-        HeaderParam(("n",), "Count"),
-        HeaderParam(("flag",), "Verbose"),
-        HeaderParam(("nested", "deep"), "Deep"),
+        HeaderParam("Region", ("region",), "string"),
+        HeaderParam("Count", ("n",), "integer"),
+        HeaderParam("Verbose", ("flag",), "boolean"),
+        HeaderParam("Deep", ("nested", "deep"), "string"),
     )
     assert tool.definition["inputSchema"]["properties"]["region"]["x-mcp-header"] == "Region"
 
@@ -60,6 +60,7 @@ def test_valid_annotations_are_kept_with_their_paths() -> None:
         (obj(a=s("Régión")), "HTTP token"),
         (obj(a=s("tab\there")), "HTTP token"),
         (obj(a=s("line\nbreak")), "HTTP token"),
+        (obj(a=s("Region\n")), "HTTP token"),  # a trailing newline, once let through
         (obj(a=s("Dup"), b=s("Dup")), "repeats that of property 'a'"),
         (obj(a=s("Dup"), b=s("dUP")), "repeats that of property 'a'"),
         (obj(a=s("N", "number")), '"type" to be one of'),
@@ -111,7 +112,7 @@ def test_typed_tools_declare_headers_with_mcp_header() -> None:
         "description": "where to run",
     }
     assert props["count"]["x-mcp-header"] == "Count" and "x-mcp-header" not in props["query"]
-    assert [p.header for p in tool.header_params] == ["Region", "Count"]
+    assert [p.name for p in tool.header_params] == ["Region", "Count"]
     assert repr(McpHeader("Region")) == "McpHeader('Region')"
 
 
@@ -130,3 +131,11 @@ def test_typed_tools_get_the_same_checks() -> None:
         def optional(region: Annotated[str | None, McpHeader("Region")] = None) -> str:
             """Optional values need a default instead."""
             return ""
+
+
+def test_one_schema_object_under_properties_and_under_items_is_refused() -> None:
+    """The same annotated dict reached through ``properties`` and through ``items`` was once
+    accepted (the walk remembered objects, not places): each place is judged now."""
+    shared = s("S")
+    with pytest.raises(ValueError, match="tool 't'.*at /properties/b/items"):
+        register(obj(a=shared, b=s(type="array", items=shared)))

@@ -143,8 +143,8 @@ def test_workers_share_the_socket_and_verify_each_others_state() -> None:
     ("args", "message"),
     [
         (["--http", "127.0.0.1:0", "--listen", "tcp:127.0.0.1:0"], "exclude each other"),
-        (["--http", "127.0.0.1:0", "--no-auth"], "--no-auth: not for --http"),
-        (["--workers", "2"], "are for --http"),
+        (["--http", "127.0.0.1:0", "--no-auth"], "--no-auth: not for http (only for tcp)"),
+        (["--workers", "2"], "--workers: not for stdio (only for http)"),
         (["--http", "127.0.0.1:99999"], "the port must be"),
         (["--http", "nohost:"], "the port must be"),
         (["--http", "127.0.0.1:0", "--workers", "0"], "at least 1"),

@@ -140,8 +140,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--header-timeout", "3"], "are for --http"),
-        (["--max-body-total", "100000000"], "are for --http"),
+        (["--header-timeout", "3"], "--header-timeout: not for stdio"),
+        (["--max-body-total", "100000000"], "--max-body-total: not for stdio"),
         (["--http", "127.0.0.1:0", "--header-timeout", "0"], "--header-timeout must be positive"),
         (["--http", "127.0.0.1:0", "--idle-timeout", "0"], "--idle-timeout must be positive"),
         (["--http", "127.0.0.1:0", "--max-connections", "0"], "--max-connections must be"),

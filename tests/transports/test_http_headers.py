@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcpline.protocol.headers import HeaderParam
 from mcpline.spec import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -112,7 +113,11 @@ def test_values_match_by_json_type() -> None:
 
 
 CALL = {"name": "routed", "arguments": {"region": "us-west1", "count": 3, "verbose": True}}
-PARAMS = [(("region",), "Region"), (("count",), "Count"), (("verbose",), "Verbose")]
+PARAMS = [
+    HeaderParam("Region", ("region",), "string"),
+    HeaderParam("Count", ("count",), "integer"),
+    HeaderParam("Verbose", ("verbose",), "boolean"),
+]
 
 
 def good(**over: str | None) -> Headers:

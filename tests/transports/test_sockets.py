@@ -570,8 +570,12 @@ def test_bad_socket_paths_are_one_line_errors(short_tmp: Path) -> None:
         locked = short_tmp / "locked"
         locked.mkdir(mode=0o500)
         assert "Permission denied" in _one_line_error([*listen, f"unix:{locked / 's.sock'}"])
-    assert "only for --listen" in _one_line_error([*listen, "stdio", "--max-connections", "3"])
-    assert "tcp:" in _one_line_error([*listen, f"unix:{short_tmp / 'x'}", "--no-auth"])
+    assert "--max-connections: not for stdio (only for http, tcp, unix)" in _one_line_error(
+        [*listen, "stdio", "--max-connections", "3"]
+    )
+    assert "not for unix (only for tcp)" in _one_line_error(
+        [*listen, f"unix:{short_tmp / 'x'}", "--no-auth"]
+    )
     # The client, too, says in one line that nobody listens there.
     assert "dangling.sock" in _one_line_error(
         [MCPLINE, "tools", "--server", f"unix:{dangling}", "--timeout", "5"]

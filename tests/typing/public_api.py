@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpline import ContentBlock, Context, ElicitResult, Server, image
+from mcpline.client import Client
 from mcpline.server.context import Ready
 
 if sys.version_info >= (3, 11):
@@ -98,3 +99,31 @@ async def use() -> None:
     assert_type(await doc("n"), bytes)
     assert_type(complete_topic("v"), list[str])
     assert_type(strict_tool(1), dict[str, Any])
+
+
+configured = Server(
+    "configured", "1.0", title="T", page_size=10, legacy=False, state_ttl=60.0, task_quota="tasks=5"
+)
+
+
+@configured.tool(name="n", title="t", hidden=True, task="optional", scopes=["a"], strict=None)
+def options_tool(x: int) -> int:
+    return x
+
+
+@configured.resource("r://x", mime_type="text/plain", ttl_ms=5, cache_scope="public", scopes=["a"])
+def options_resource() -> str:
+    return "x"
+
+
+@configured.prompt(name="p", argument_titles={"topic": "Topic"}, scopes=["a"])
+def options_prompt(topic: str) -> str:
+    return topic
+
+
+def clients() -> None:
+    assert_type(Client.memory(configured, timeout=3.0, era="modern"), Client)
+    assert_type(Client.stdio("cmd", env={}, watchdog=False, timeout=1.0), Client)
+    assert_type(Client.connect("unix:/x.sock", token="t" * 20, eager=True), Client)
+    assert_type(Client.http("http://127.0.0.1:1/mcp", connect_timeout=1.0, verify=False), Client)
+    assert_type(options_tool(1), int)

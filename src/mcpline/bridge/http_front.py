@@ -20,6 +20,7 @@ from typing import Any
 
 from .._version import version as mcpline_version
 from ..errors import ClientError
+from ..protocol.headers import HeaderParam
 from ..server.server import Server
 from ..transports.http import HttpApp
 from ..transports.http.legacy import Session
@@ -67,8 +68,8 @@ class BridgeApp(HttpApp):
         self.backend.on_dead = self._end_session
         self._backend_started = False
 
-    def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
-        return [(p.path, p.name) for p in self.backend.tool_params(tool)]
+    def header_params(self, tool: str) -> Sequence[HeaderParam]:
+        return self.backend.tool_params(tool)
 
     async def startup(self) -> None:
         """Start the app, then the backend (a failure fails the lifespan startup)."""

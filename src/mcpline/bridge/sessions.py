@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import jsonrpc
+from ..client.session import header_channel
 from ..errors import ClientError, ConnectionLost, InternalError, JsonRpcError
 from ..jsonrpc import Notification, Response, notification
 from ..server.context import Context
@@ -194,8 +195,8 @@ class SessionEra:
         version = result.get("protocolVersion")
         if isinstance(version, str):
             bs.version = version
-            if up.session is not None:
-                up.session.agreed_version = version  # an HTTP upstream sends it as a header
+            if (headed := header_channel(up.channel)) is not None:
+                headed.agreed_version = version  # an HTTP upstream sends it as a header
         return result
 
     async def _watch(self, peer: Peer, bs: PassSession, up: Upstream) -> None:

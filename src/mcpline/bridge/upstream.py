@@ -22,7 +22,7 @@ from typing import Any
 from .. import jsonrpc
 from ..client import era as era_mod
 from ..client.era import LEGACY, MODERN, FallBack, ServerDescription
-from ..client.session import Channel, Session
+from ..client.session import Channel, Session, header_channel
 from ..client.transports import Transport
 from ..errors import ClientError, ConnectionLost, JsonRpcError, RequestTimeout, ServerError
 from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, header_params
@@ -104,6 +104,8 @@ class Upstream:
         )
         self.session = session
         self.channel = await self.transport.open(session)
+        if (headed := header_channel(self.channel)) is not None:
+            headed.tool_headers = self.tool_params
         caps = dict(BRIDGE_CAPABILITIES if capabilities is None else capabilities)
         try:
             if handshake == "none":
@@ -223,8 +225,8 @@ class Upstream:
         """Keep tool parameters in ``table`` (shared by the upstreams of one server)."""
         table.update(self.tool_params)
         self.tool_params = table
-        if self.session is not None:
-            self.session.tool_headers = table
+        if (headed := header_channel(self.channel)) is not None:
+            headed.tool_headers = table
 
     def remember_tools(self, result: dict[str, Any]) -> None:
         """Note the ``x-mcp-header`` parameters of the tools in a ``tools/list`` page (an HTTP
@@ -240,8 +242,8 @@ class Upstream:
             except InvalidHeaderAnnotation:
                 found = ()
             self.tool_params[tool["name"]] = found
-        if self.session is not None:
-            self.session.tool_headers = self.tool_params
+        if (headed := header_channel(self.channel)) is not None:
+            headed.tool_headers = self.tool_params
 
     # --- what the server sends on its own -------------------------------------------------
 

@@ -1,58 +1,16 @@
 """``mcpline run FILE[:OBJECT] [--listen ADDRESS | --http HOST:PORT] [--bus URL]``: serve a
-server defined in a Python file."""
+server defined in a Python file, on a transport of `mcpline.transports.table` (its flags are
+that table's)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-from ..server.loading import load_server, load_worker_app
-
-SOCKET_OPTIONS = (
-    "token_file",
-    "no_auth",
-    "max_connections",
-    "max_pending",
-    "auth_timeout",
-    "idle_timeout",
-    "max_line_bytes",
-)
-HTTP_OPTIONS = {
-    "header_timeout": "header_timeout",
-    "write_timeout": "write_timeout",
-    "max_body_total": "max_body_total_bytes",
-    "max_outbound_total": "max_outbound_total_bytes",
-    "max_requests_per_client": "max_requests_per_client",
-    "max_listens_per_client": "max_listens_per_client",
-    "max_sessions": "max_sessions",
-    "max_sessions_per_client": "max_sessions_per_client",
-}
-"""The --http-only flags (argparse names) and the `http_app`/`serve` options they set."""
-SHARE_FLAGS = (
-    (
-        "--max-requests-per-client",
-        128,
-        "requests (listens included) one client may have in progress; past it 429 with Retry-After",
-    ),
-    ("--max-listens-per-client", 32, "listens one client may hold open; past it 429"),
-    (
-        "--max-sessions",
-        1024,
-        "legacy 2025-11-25 sessions open at once; a new one ends only a "
-        "session idle for 10 minutes, else 503 with Retry-After",
-    ),
-    (
-        "--max-sessions-per-client",
-        16,
-        "legacy sessions of one client; past it the client's own "
-        "least recently used idle session ends, else 429",
-    ),
-)
-"""Per-client shares of --http: the flag, its default and what it bounds."""
-SHARED_OPTIONS = ("max_connections", "idle_timeout")
-"""Options of both the socket listeners and --http."""
+from ..server.loading import load_server
+from ..transports.table import FLAGS, TRANSPORTS, Flag, Row, row_for, takers
 
 
 def register(sub: Any) -> None:
@@ -66,8 +24,7 @@ def register(sub: Any) -> None:
         "--listen",
         metavar="ADDRESS",
         default="stdio",
-        help="stdio (default), unix:/path/to.sock, tcp:HOST:PORT or http://HOST:PORT/mcp "
-        "(the same as --http HOST:PORT)",
+        help=", ".join(row.form for row in TRANSPORTS.values()) + " (default: stdio)",
     )
     p.add_argument(
         "--bus",
@@ -83,184 +40,21 @@ def register(sub: Any) -> None:
         "principal, anonymous callers together, and total_* for the server; default: "
         "$MCPLINE_TASK_QUOTA, else 256 tasks and 64 MiB a principal; see docs/tasks.md)",
     )
-    h = p.add_argument_group("Streamable HTTP (see docs/http.md; needs mcpline[http])")
-    h.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve MCP over HTTP at http://HOST:PORT/mcp (a bare PORT binds 127.0.0.1)",
+    for row in TRANSPORTS.values():
+        if row.shorthand is not None:
+            _add(p, row.shorthand)
+    g = p.add_argument_group(
+        "transport flags (each names the transports that take it; see docs/sockets.md and "
+        "docs/http.md)"
     )
-    h.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="--http: N worker processes, each importing FILE (needs $MCPLINE_STATE_KEY)",
-    )
-    h.add_argument(
-        "--allow-origin",
-        action="append",
-        metavar="ORIGIN",
-        help="--http: a browser origin to accept, e.g. http://localhost:6274 (repeatable)",
-    )
-    h.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="HOST",
-        help="--http: a Host header name to accept besides loopback names (repeatable)",
-    )
-    h.add_argument(
-        "--max-body-total",
-        type=int,
-        metavar="BYTES",
-        help="--http: request bodies held at once by all requests; past it a POST gets 503 "
-        "with Retry-After before its body is read (default 64 MiB; see docs/security.md)",
-    )
-    h.add_argument(
-        "--header-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="--http: a request's headers must arrive whole within this time, else 408 and "
-        "close; also closes connections that send nothing (default 10)",
-    )
-    h.add_argument(
-        "--write-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="--http: a client that leaves the server's writes unread this long (its socket "
-        "buffer full) has its connection closed and its request cancelled (default 30)",
-    )
-    h.add_argument(
-        "--max-outbound-total",
-        type=int,
-        metavar="BYTES",
-        help="--http: bytes waiting to be written to all clients together; past it the "
-        "responses with the most queued end first (default 64 MiB; see docs/security.md)",
-    )
-    for flag, default, what in SHARE_FLAGS:
-        h.add_argument(
-            flag,
-            type=int,
-            metavar="N",
-            help=f"--http: {what} (default {default}; see docs/security.md)",
-        )
-    h.add_argument(
-        "--auth",
-        metavar="SPEC",
-        help="--http: verify OAuth access tokens, e.g. jwks=URL,issuer=URL,audience=URL or "
-        "introspection=URL,client_id=ID,issuer=URL (secret: $MCPLINE_AUTH_CLIENT_SECRET); "
-        "serves the RFC 9728 metadata it implies (default: $MCPLINE_AUTH; see docs/auth.md)",
-    )
-    h.add_argument(
-        "--oauth-proxy",
-        metavar="SPEC",
-        help="--http: serve an OAuth authorization server that signs users in at an identity "
-        "provider, e.g. provider=github,client_id=ID or upstream=URL,client_id=ID (secret: "
-        "$MCPLINE_OAUTH_PROXY_CLIENT_SECRET), and verify its tokens (default: "
-        "$MCPLINE_OAUTH_PROXY; see docs/auth.md)",
-    )
-    g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
-    g.add_argument(
-        "--token-file",
-        metavar="PATH",
-        help="tcp: read the token from PATH (default: $MCPLINE_TOKEN, else a new random one)",
-    )
-    g.add_argument(
-        "--no-auth",
-        action="store_true",
-        help="tcp: accept clients without a token (any local user can call the server)",
-    )
-    g.add_argument(
-        "--max-connections",
-        type=int,
-        metavar="N",
-        help="connections open at once; more are closed at once (default 64; --http: 503 "
-        "and close, default 1024 or the open-file limit less 64)",
-    )
-    g.add_argument(
-        "--max-pending",
-        type=int,
-        metavar="N",
-        help="connections not yet authenticated at once; one more closes the oldest (default 16)",
-    )
-    g.add_argument(
-        "--auth-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="close a connection that has not sent its first line (tcp: the token) within "
-        "this time (default 5)",
-    )
-    g.add_argument(
-        "--idle-timeout",
-        type=float,
-        metavar="SECONDS",
-        help="close a connection idle this long, 0 for never (default 300; --http: between "
-        "requests, default 5, never 0)",
-    )
-    g.add_argument(
-        "--max-line-bytes",
-        type=int,
-        metavar="N",
-        help="the longest accepted line (default 4 MiB, or the server's limit if smaller)",
-    )
+    for flag in FLAGS.values():
+        _add(g, flag, ", ".join(takers(flag)) + ": ")
     p.set_defaults(func=run)
 
 
-def socket_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `serve_socket` options given on the command line; SystemExit(2) on bad ones."""
-    given = [name for name in SOCKET_OPTIONS if getattr(args, name) not in (None, False)]
-    if args.listen == "stdio":
-        if given:
-            flags = ", ".join("--" + name.replace("_", "-") for name in given)
-            _usage(f"{flags}: only for --listen unix:PATH or tcp:HOST:PORT")
-        return {}
-    tcp = args.listen.startswith("tcp:")
-    if (args.token_file or args.no_auth) and not tcp:
-        _usage("--token-file and --no-auth are for tcp: (a unix socket is protected by its mode)")
-    if args.token_file and args.no_auth:
-        _usage("--token-file and --no-auth exclude each other")
-    options: dict[str, Any] = {}
-    if args.token_file:
-        from ..addresses import read_token_file
-
-        try:
-            options["token"] = read_token_file(args.token_file)
-        except ValueError as exc:
-            _usage(str(exc))
-    if args.no_auth:
-        options["auth"] = False
-    if args.max_connections is not None:
-        options["max_connections"] = args.max_connections
-    if args.max_pending is not None:
-        options["max_pending"] = args.max_pending
-    if args.auth_timeout is not None:
-        options["auth_timeout"] = args.auth_timeout
-    if args.idle_timeout is not None:
-        options["idle_timeout"] = args.idle_timeout or None
-    if args.max_line_bytes is not None:
-        options["max_line_bytes"] = args.max_line_bytes
-    return options
-
-
-def _usage(message: str) -> None:
+def _usage(message: str) -> NoReturn:
     print(f"mcpline run: {message}", file=sys.stderr)
     raise SystemExit(2)
-
-
-def http_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `HttpApp` options given on the command line; SystemExit(2) on bad ones."""
-    options: dict[str, Any] = {}
-    if args.allow_origin:
-        options["allowed_origins"] = list(args.allow_origin)
-    if args.allow_host:
-        options["allowed_hosts"] = list(args.allow_host)
-    named = {**{name: name for name in SHARED_OPTIONS}, **HTTP_OPTIONS}
-    for flag, option in named.items():
-        value = getattr(args, flag)
-        if value is None:
-            continue
-        if not value > 0:
-            _usage(f"--{flag.replace('_', '-')} must be positive")
-        options[option] = value
-    return options
 
 
 def bus_url(args: argparse.Namespace) -> str | None:
@@ -296,96 +90,6 @@ def load_with_bus(target: str, url: str | None) -> Any:
     return server
 
 
-def run_http(args: argparse.Namespace) -> int:
-    from ..transports.http.serve import HttpError, parse_bind, serve, serve_workers
-
-    if args.listen != "stdio":
-        _usage("--http and --listen exclude each other")
-    wrong = [
-        n
-        for n in SOCKET_OPTIONS
-        if n not in SHARED_OPTIONS and getattr(args, n) not in (None, False)
-    ]
-    if wrong:
-        _usage(", ".join("--" + n.replace("_", "-") for n in wrong) + ": not for --http")
-    workers = 1 if args.workers is None else args.workers
-    if workers < 1:
-        _usage("--workers must be at least 1")
-    options = http_options(args)
-    url = bus_url(args)
-    # As on stdio, stdout carries nothing but what the server is for (here: nothing):
-    # print() and banners of the file, imported next, land on stderr with the logs.
-    sys.stdout.flush()
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        host, port = parse_bind(args.http)
-        from ..server.auth.config import AUTH_ENV
-
-        spec = args.auth if args.auth is not None else os.environ.get(AUTH_ENV)
-        if spec:
-            options.update(auth_options(spec, host, port, workers))
-        options.update(proxy_options(args, host, port, workers, spec))
-        if workers > 1:
-            serve_workers(
-                args.target,
-                host,
-                port,
-                workers,
-                load=load_server,
-                factory=load_worker_app,
-                **options,
-            )
-        else:
-            serve(load_with_bus(args.target, url), host, port, **options)
-    except HttpError as exc:
-        print(f"mcpline run: {exc}", file=sys.stderr, flush=True)
-        return 2
-    return 0
-
-
-def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
-    """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
-    metadata here, and build the verifier from ``$MCPLINE_AUTH``); SystemExit(2) if bad."""
-    from ..server.auth.config import AUTH_ENV, AuthConfig
-
-    name = f"[{host}]" if ":" in host else host
-    default = f"http://{name}:{port}/mcp" if port else None
-    try:
-        config = AuthConfig.parse(spec, default_audience=default, env=os.environ)
-    except ValueError as exc:
-        _usage(f"--auth: {exc}")
-    if workers > 1:
-        audience = config.values["audience"]
-        os.environ[AUTH_ENV] = spec if "audience=" in spec else f"{spec},audience={audience}"
-        return {"resource_metadata": config.metadata()}
-    return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
-
-
-def proxy_options(
-    args: argparse.Namespace, host: str, port: int, workers: int, auth: str | None
-) -> dict[str, Any]:
-    """``oauth_proxy`` of ``--oauth-proxy SPEC`` (or ``$MCPLINE_OAUTH_PROXY``); SystemExit(2)
-    if bad, with ``--auth`` or with several workers (its sign-ins live in one process)."""
-    from ..server.auth.proxy_config import PROXY_ENV
-
-    spec = args.oauth_proxy if args.oauth_proxy is not None else os.environ.get(PROXY_ENV)
-    if not spec:
-        return {}
-    if auth:
-        _usage("--oauth-proxy and --auth exclude each other (the proxy verifies its own tokens)")
-    if workers > 1:
-        _usage("--oauth-proxy keeps its sign-ins in one process: it needs --workers 1")
-    from ..server.auth.proxy_config import app_options
-
-    name = f"[{host}]" if ":" in host else host
-    try:
-        return app_options(spec, default_issuer=f"http://{name}:{port}", env=os.environ)
-    except (ValueError, OSError) as exc:
-        _usage(f"--oauth-proxy: {exc}")
-        raise
-
-
 def task_quota(args: argparse.Namespace) -> None:
     """``--task-quota``, checked, put in the environment where `Server` (and every worker of
     ``--workers N``) reads it; SystemExit(2) on a bad one."""
@@ -400,30 +104,81 @@ def task_quota(args: argparse.Namespace) -> None:
     os.environ[QUOTA_ENV] = args.task_quota
 
 
+def _add(group: Any, flag: Flag, prefix: str = "") -> None:
+    kwargs: dict[str, Any] = {"help": prefix + flag.help, "dest": flag.dest}
+    if flag.action is not None:
+        kwargs["action"] = flag.action
+    if flag.metavar is not None:
+        kwargs["metavar"] = flag.metavar
+    if flag.type is not None:
+        kwargs["type"] = flag.type
+    group.add_argument(flag.name, **kwargs)
+
+
+def chosen_row(args: argparse.Namespace) -> tuple[str, Row]:
+    """The address ``--listen`` (or a row's shorthand flag) names and its row;
+    SystemExit(2) when it is none or two of them are given."""
+    address: str = args.listen
+    short = [row for row in TRANSPORTS.values() if row.shorthand and _given(args, row.shorthand)]
+    if short:
+        row = short[0]
+        assert row.shorthand is not None
+        if address != "stdio" or len(short) > 1:
+            _usage(f"{row.shorthand.name} and --listen exclude each other")
+        try:
+            address = row.load().shorthand(getattr(args, row.shorthand.dest))
+        except ValueError as exc:
+            _usage(str(exc))
+        return address, row
+    try:
+        return address, row_for(address)
+    except ValueError as exc:
+        _usage(str(exc))
+
+
+def flag_options(args: argparse.Namespace, row: Row) -> dict[str, Any]:
+    """The options of the transport flags given, by `Flag.key`; SystemExit(2) for a flag
+    the row does not take or a value it must not have."""
+    given = [flag for flag in FLAGS.values() if _given(args, flag)]
+    wrong = [flag for flag in given if flag.name not in row.flags]
+    if wrong:
+        names = ", ".join(flag.name for flag in wrong)
+        takers = sorted(
+            {
+                other.scheme
+                for flag in wrong
+                for other in TRANSPORTS.values()
+                if flag.name in other.flags
+            }
+        )
+        _usage(f"{names}: not for {row.scheme} (only for {', '.join(takers)})")
+    options: dict[str, Any] = {}
+    for flag in given:
+        value = getattr(args, flag.dest)
+        if flag.positive and not value > 0:
+            _usage(f"{flag.name} must be positive")
+        options[flag.key] = value
+    return options
+
+
+def _given(args: argparse.Namespace, flag: Flag) -> bool:
+    value = getattr(args, flag.dest)
+    return value is not None and value is not False
+
+
 def run(args: argparse.Namespace) -> int:
     from ..protocol.state import env_key_problem
 
     if (problem := env_key_problem()) is not None:
         _usage(problem)
     task_quota(args)
-    if args.http is not None:
-        return run_http(args)
-    http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
-    if args.workers is not None or args.allow_origin or args.allow_host or http_only or args.auth:
-        _usage(
-            "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total, "
-            "--auth and the per-client shares (--max-requests-per-client, ...) are for --http"
-        )
-    if args.oauth_proxy:
-        _usage("--oauth-proxy is for --http")
-    options = socket_options(args)
+    address, row = chosen_row(args)
+    given = flag_options(args, row)
+    transport = row.load()
+    try:
+        options = transport.options(given, address)
+    except ValueError as exc:
+        _usage(str(exc))
     url = bus_url(args)
-    if args.listen == "stdio":
-        # Claim stdout before user code is imported, so that import-time prints and
-        # banners land on stderr instead of corrupting the protocol stream.
-        from ..transports.stdio import claim_stdio
-
-        claim_stdio()
-    server = load_with_bus(args.target, url)
-    server.run(args.listen, **options)
+    transport.serve_file(args.target, address, lambda target: load_with_bus(target, url), **options)
     return 0

@@ -33,7 +33,7 @@ from . import era as era_mod
 from .era import LEGACY, MODERN, FallBack, ServerDescription
 from .mrtr import InputHandlers, result_type, run_rounds
 from .options import ClientOptions
-from .session import CallbackTasks, Channel, ProgressCallback, Session
+from .session import CallbackTasks, Channel, ProgressCallback, Session, header_channel
 from .transports import Transport
 
 if TYPE_CHECKING:
@@ -188,8 +188,9 @@ class LinkKeeper:
             max_server_requests=o.max_server_requests,
             max_outbound_bytes=o.max_outbound_bytes,
         )
-        session.tool_headers = self.tool_headers
         channel = await self.transport.open(session)
+        if (headed := header_channel(channel)) is not None:
+            headed.tool_headers = self.tool_headers
         self.opening = channel
         try:
             description = await self._handshake(session)
@@ -363,18 +364,21 @@ class LinkKeeper:
         max_timeout: float | None,
         on_progress: ProgressCallback | None,
     ) -> dict[str, Any]:
-        async def send(p: dict[str, Any]) -> dict[str, Any]:
-            return await link.session.request(  # type: ignore[no-any-return]
+        sent = self.params(link, params)
+        if method in MRTR_METHODS:
+            return await run_rounds(
+                link.session,
                 method,
-                self.params(link, p),
+                sent,
+                self.handlers,
+                self.options.max_rounds,
                 timeout=timeout,
                 max_timeout=max_timeout,
                 on_progress=on_progress,
             )
-
-        if method in MRTR_METHODS:
-            return await run_rounds(send, method, params, self.handlers, self.options.max_rounds)
-        result = await send(params)
+        result: dict[str, Any] = await link.session.request(
+            method, sent, timeout=timeout, max_timeout=max_timeout, on_progress=on_progress
+        )
         result_type(result, method)
         return result
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import sys
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import ProtocolError, RequestTimeout, ServerError
-from ..protocol import MAX_INPUT_ROUNDS
 from ..spec import (
     COMPLETE,
     DISCOVER,
@@ -24,19 +24,21 @@ from ..spec import (
     TOOLS_CALL,
     TOOLS_LIST,
 )
-from ..wire import DEFAULT_MAX_LINE_BYTES
 from . import era as era_mod
 from ._link import LinkKeeper
 from ._listener import Listener, ServerNotification
 from .era import MODERN, ServerDescription
-from .mrtr import InputHandler, InputHandlers
-from .options import ClientOptions, LogCallback
+from .mrtr import InputHandlers
+from .options import (
+    ClientKeywords,
+    ClientOptions,
+    HttpKeywords,
+    SocketKeywords,
+    StdioKeywords,
+    check_keywords,
+)
 from .session import (
-    MAX_OUTBOUND_BYTES,
-    MAX_SERVER_REQUESTS,
-    NotificationCallback,
     ProgressCallback,
-    Trace,
 )
 from .tasks import StatusCallback, TaskHandle, is_task
 from .transports import SocketServer, StdioServer, Transport
@@ -45,16 +47,26 @@ if TYPE_CHECKING:
     from ..server.server import Server
     from .oauth import OAuth
 
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
 log = logging.getLogger("mcpline.client")
 
 _UNSET: Any = object()
 T = TypeVar("T")
 
 
-def _split(transport: type[Any], options: dict[str, Any], *given: str) -> dict[str, Any]:
-    """Take out of ``options`` the fields of the ``transport`` dataclass (but ``given``)."""
+def _split(
+    transport: type[Any], options: Mapping[str, Any], *given: str
+) -> tuple[dict[str, Any], ClientKeywords]:
+    """``options`` as the fields of the ``transport`` dataclass (but ``given``) and the
+    `Client`'s."""
     names = {f.name for f in dataclasses.fields(transport)} - set(given)
-    return {name: options.pop(name) for name in list(options) if name in names}
+    mine = {k: v for k, v in options.items() if k in names}
+    rest = {k: v for k, v in options.items() if k not in names}
+    return mine, cast("ClientKeywords", rest)
 
 
 class Client:
@@ -67,65 +79,11 @@ class Client:
     deadline, the era, input and log callbacks, the restart policy and limits.
     """
 
-    def __init__(
-        self,
-        transport: Transport,
-        *,
-        client_info: Mapping[str, Any] | None = None,
-        timeout: float = 60.0,
-        max_timeout: float = 600.0,
-        deadline: float | None = None,
-        probe_timeout: float = 5.0,
-        era: str = "auto",
-        on_elicit: InputHandler | None = None,
-        on_sample: InputHandler | None = None,
-        on_roots: InputHandler | None = None,
-        elicitation_modes: Sequence[str] = ("form",),
-        log_level: str | None = None,
-        on_log: LogCallback | None = None,
-        on_notification: NotificationCallback | None = None,
-        trace: Trace | None = None,
-        max_restarts: int = 3,
-        restart_backoff: float = 0.2,
-        max_backoff: float = 5.0,
-        stable_after: float = 30.0,
-        eager: bool = False,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_rounds: int = MAX_INPUT_ROUNDS,
-        max_server_requests: int = MAX_SERVER_REQUESTS,
-        max_list_items: int = 100_000,
-        tasks: bool = True,
-        max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
-    ) -> None:
+    def __init__(self, transport: Transport, **options: Unpack[ClientKeywords]) -> None:
+        check_keywords(ClientKeywords, options, "Client()")
         self.transport = transport
         """How the server is reached (and reached again after a crash)."""
-        self.options = ClientOptions(
-            client_info=client_info,
-            timeout=timeout,
-            max_timeout=max_timeout,
-            deadline=deadline,
-            probe_timeout=probe_timeout,
-            era=era,
-            on_elicit=on_elicit,
-            on_sample=on_sample,
-            on_roots=on_roots,
-            elicitation_modes=elicitation_modes,
-            log_level=log_level,
-            on_log=on_log,
-            on_notification=on_notification,
-            trace=trace,
-            max_restarts=max_restarts,
-            restart_backoff=restart_backoff,
-            max_backoff=max_backoff,
-            stable_after=stable_after,
-            eager=eager,
-            max_line_bytes=max_line_bytes,
-            max_rounds=max_rounds,
-            max_server_requests=max_server_requests,
-            max_list_items=max_list_items,
-            tasks=tasks,
-            max_outbound_bytes=max_outbound_bytes,
-        )
+        self.options = ClientOptions(**options)
         o = self.options
         self.links = LinkKeeper(
             transport,
@@ -140,23 +98,27 @@ class Client:
         """The exit status of the last server process once it ended (stdio only)."""
 
     @classmethod
-    def stdio(cls, command: str, args: Sequence[str] = (), **options: Any) -> Client:
+    def stdio(
+        cls, command: str, args: Sequence[str] = (), **options: Unpack[StdioKeywords]
+    ) -> Client:
         """A client that launches ``command args`` and speaks over its stdin/stdout.
 
         ``options`` are those of `StdioServer` (``env``, ``inherit_env``, ``cwd``,
         ``on_stderr``, ``close_grace``, ``term_grace``, ``watchdog``) and of `Client`."""
-        server = _split(StdioServer, options, "command", "args")
-        return cls(StdioServer(command, args, **server), **options)
+        check_keywords(StdioKeywords, options, "Client.stdio()")
+        server, rest = _split(StdioServer, options, "command", "args")
+        return cls(StdioServer(command, args, **server), **rest)
 
     @classmethod
-    def connect(cls, address: str, **options: Any) -> Client:
+    def connect(cls, address: str, **options: Unpack[SocketKeywords]) -> Client:
         """A client for a server listening on ``unix:/path`` or ``tcp:HOST:PORT``.
 
         ``options`` are those of `SocketServer` (``token``, ``close_grace``) and of
         `Client`. A TCP listener wants its token (``token=``, else ``$MCPLINE_TOKEN``, else
         the file the listener wrote for its address; see docs/sockets.md)."""
-        server = _split(SocketServer, options, "address")
-        return cls(SocketServer(address, **server), **options)
+        check_keywords(SocketKeywords, options, "Client.connect()")
+        server, rest = _split(SocketServer, options, "address")
+        return cls(SocketServer(address, **server), **rest)
 
     @classmethod
     def http(
@@ -164,7 +126,7 @@ class Client:
         url: str,
         headers: Mapping[str, str] | None = None,
         auth: OAuth | None = None,
-        **options: Any,
+        **options: Unpack[HttpKeywords],
     ) -> Client:
         """A client for the Streamable HTTP endpoint ``url`` (``http://…/mcp``), either era.
 
@@ -174,11 +136,12 @@ class Client:
         `Client`. Needs the ``http`` extra (``pip install 'mcpline[http]'``)."""
         from .http import HttpServer
 
-        server = _split(HttpServer, options, "url", "headers", "auth")
-        return cls(HttpServer(url, dict(headers or {}), auth, **server), **options)
+        check_keywords(HttpKeywords, options, "Client.http()")
+        server, rest = _split(HttpServer, options, "url", "headers", "auth")
+        return cls(HttpServer(url, dict(headers or {}), auth, **server), **rest)
 
     @classmethod
-    def memory(cls, server: Server, **options: Any) -> Client:
+    def memory(cls, server: Server, **options: Unpack[ClientKeywords]) -> Client:
         """A client for ``server`` in this process: no process and no pipe, the fast way to
         test a server (see `mcpline.client.memory`). ``options`` are those of `Client`."""
         from .memory import MemoryServer

@@ -29,7 +29,7 @@ from ..spec import (
     SERVER_INFO_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .session import Session
+from .session import Session, header_channel
 
 log = logging.getLogger("mcpline.client")
 
@@ -217,7 +217,8 @@ async def initialize(
     agreed = result["protocolVersion"]
     if agreed not in legacy_versions:
         raise VersionMismatch(list(legacy_versions), [agreed])
-    session.agreed_version = agreed
+    if (headed := header_channel(session.channel)) is not None:
+        headed.agreed_version = agreed
     await session.notify(INITIALIZED)
     info_out = result.get("serverInfo")
     caps_out = result.get("capabilities")

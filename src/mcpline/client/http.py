@@ -227,6 +227,12 @@ class HttpChannel:
         self.url = server.url
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id``, once ``initialize`` was answered with one."""
+        self.agreed_version: str | None = None
+        """The legacy protocol version ``initialize`` agreed on (the era's handshake sets
+        it), sent as ``MCP-Protocol-Version``."""
+        self.tool_headers: Mapping[str, tuple[HeaderParam, ...]] = {}
+        """The ``x-mcp-header`` parameters of each listed tool, by name (the client's
+        table, set when it opens the channel), mirrored into ``Mcp-Param-*`` headers."""
         self._httpx = httpx2
         self._json_headers = {
             **server.headers,
@@ -355,8 +361,8 @@ class HttpChannel:
         headers["Accept"] = "text/event-stream" if sse else ACCEPT
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
-        if self.session.agreed_version is not None:
-            headers[VERSION_HEADER] = self.session.agreed_version
+        if self.agreed_version is not None:
+            headers[VERSION_HEADER] = self.agreed_version
         return headers
 
     def _modern_headers(self, method: str, params: dict[str, Any]) -> dict[str, str]:
@@ -369,7 +375,7 @@ class HttpChannel:
         if method == TOOLS_CALL:
             tool = params.get("name")
             spec: tuple[HeaderParam, ...] = (
-                self.session.tool_headers.get(tool, ()) if isinstance(tool, str) else ()
+                self.tool_headers.get(tool, ()) if isinstance(tool, str) else ()
             )
             if spec:
                 headers.update(param_headers(spec, params.get("arguments")))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputDeclined, JsonRpcError, ProtocolError
 from ..spec import (
@@ -25,6 +25,9 @@ from ..spec import (
 )
 
 InputHandler = Callable[[dict[str, Any]], "Awaitable[dict[str, Any]] | dict[str, Any]"]
+
+if TYPE_CHECKING:
+    from .session import ProgressCallback, Session
 
 RESULT_TYPES = ("complete", "input_required", RESULT_TASK)
 
@@ -126,22 +129,30 @@ def _strip(result: Any) -> dict[str, Any]:
 
 
 async def run_rounds(
-    send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    session: Session,
     method: str,
     params: dict[str, Any],
     handlers: InputHandlers,
     max_rounds: int,
+    *,
+    timeout: float | None = None,
+    max_timeout: float | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
-    """Send, and while the server answers ``input_required`` obtain the inputs and retry
-    (a task handle ends the rounds like a result).
+    """Send ``method`` on ``session`` (``params`` as sent, ``_meta`` included), and while the
+    server answers ``input_required`` obtain the inputs and retry (a task handle ends the
+    rounds like a result). ``timeout``, ``max_timeout`` and ``on_progress`` are those of
+    each request (`Session.request`).
 
-    Each retry is a new request (``send`` gives it a new id) carrying the original params,
-    the ``inputResponses`` and the ``requestState`` value exactly as received.
+    Each retry is a new request (with a new id) carrying the original params, the
+    ``inputResponses`` and the ``requestState`` value exactly as received.
     """
     current = params
     rounds = 0
     while True:
-        result = await send(current)
+        result: dict[str, Any] = await session.request(
+            method, current, timeout=timeout, max_timeout=max_timeout, on_progress=on_progress
+        )
         if result_type(result, method) != "input_required":
             return result
         if rounds >= max_rounds:

@@ -3,10 +3,12 @@ callbacks)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._keywords import check_keywords
 from ..protocol import MAX_INPUT_ROUNDS
 from ..spec import LOG_LEVELS
 from ..wire import DEFAULT_MAX_LINE_BYTES
@@ -17,7 +19,71 @@ from .session import MAX_OUTBOUND_BYTES, MAX_SERVER_REQUESTS, NotificationCallba
 LogCallback = Callable[[dict[str, Any]], Any]
 """``on_log(params)`` for each ``notifications/message``; may be a coroutine function."""
 
+if TYPE_CHECKING:
+    pass
+
 ERAS = ("auto", MODERN, LEGACY)
+
+
+class ClientKeywords(TypedDict, total=False):
+    """The keyword options of `Client(...)`, ``Client.memory`` and the other constructors:
+    `ClientOptions`' fields, which say what each does and hold the defaults."""
+
+    client_info: Mapping[str, Any] | None
+    timeout: float
+    max_timeout: float
+    deadline: float | None
+    probe_timeout: float
+    era: str
+    on_elicit: InputHandler | None
+    on_sample: InputHandler | None
+    on_roots: InputHandler | None
+    elicitation_modes: Sequence[str]
+    log_level: str | None
+    on_log: LogCallback | None
+    on_notification: NotificationCallback | None
+    trace: Trace | None
+    max_restarts: int
+    restart_backoff: float
+    max_backoff: float
+    stable_after: float
+    eager: bool
+    max_line_bytes: int
+    max_rounds: int
+    max_server_requests: int
+    max_list_items: int
+    tasks: bool
+    max_outbound_bytes: int
+
+
+class StdioKeywords(ClientKeywords, total=False):
+    """`Client.stdio`'s options: the `Client` ones and `StdioServer`'s."""
+
+    env: Mapping[str, str] | None
+    inherit_env: bool
+    cwd: str | os.PathLike[str] | None
+    on_stderr: Callable[[str], None] | None
+    close_grace: float
+    term_grace: float
+    watchdog: bool
+
+
+class SocketKeywords(ClientKeywords, total=False):
+    """`Client.connect`'s options: the `Client` ones and `SocketServer`'s."""
+
+    token: str | None
+    close_grace: float
+
+
+class HttpKeywords(ClientKeywords, total=False):
+    """`Client.http`'s options: the `Client` ones and `HttpServer`'s."""
+
+    connect_timeout: float
+    max_connections: int
+    max_redirects: int
+    verify: bool | str
+    close_grace: float
+    follow_cross_origin_redirects: bool
 
 
 @dataclass(frozen=True)
@@ -89,4 +155,12 @@ class ClientOptions:
         object.__setattr__(self, "elicitation_modes", tuple(self.elicitation_modes))
 
 
-__all__ = ["ClientOptions", "LogCallback"]
+__all__ = [
+    "check_keywords",
+    "ClientKeywords",
+    "ClientOptions",
+    "HttpKeywords",
+    "LogCallback",
+    "SocketKeywords",
+    "StdioKeywords",
+]

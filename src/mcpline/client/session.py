@@ -13,8 +13,8 @@ import contextlib
 import functools
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import jsonrpc
 from ..errors import (
@@ -39,6 +39,9 @@ from ..wire import DEFAULT_MAX_LINE_BYTES, encode
 from ._callbacks import MAX_CALLBACK_TASKS as MAX_CALLBACK_TASKS
 from ._callbacks import CallbackTasks
 from ._deadlines import Deadlines, Pending
+
+if TYPE_CHECKING:
+    from ..protocol.headers import HeaderParam
 
 log = logging.getLogger("mcpline.client")
 
@@ -77,6 +80,22 @@ class Channel(Protocol):
 
     async def aclose(self, within: float | None = None) -> None:
         """Close; ``within`` (seconds) bounds the graces given to the server."""
+
+
+@runtime_checkable
+class HeaderChannel(Protocol):
+    """A channel that also says in headers of its own what its messages carry (HTTP)."""
+
+    tool_headers: Mapping[str, tuple[HeaderParam, ...]]
+    """The ``x-mcp-header`` parameters of each listed tool, by name (set by whoever lists
+    them), mirrored into ``Mcp-Param-*`` headers."""
+    agreed_version: str | None
+    """The legacy protocol version ``initialize`` agreed on, sent as a header."""
+
+
+def header_channel(channel: Channel | None) -> HeaderChannel | None:
+    """``channel`` if it carries headers of its own (`HeaderChannel`), else None."""
+    return channel if isinstance(channel, HeaderChannel) else None
 
 
 class Session:
@@ -138,11 +157,6 @@ class Session:
         self.lost: asyncio.Future[ClientError] = self.loop.create_future()
         self.deadlines = Deadlines(self.loop, self._pending, self._expire)
         """Times out the requests in flight (one timer for all of them)."""
-        self.tool_headers: dict[str, Any] = {}
-        """The ``x-mcp-header`` parameters of each listed tool, by name (set by the client;
-        an HTTP channel mirrors them into ``Mcp-Param-*`` headers)."""
-        self.agreed_version: str | None = None
-        """The legacy protocol version ``initialize`` agreed on (HTTP sends it as a header)."""
 
     # --- input --------------------------------------------------------------------------
 
@@ -588,6 +602,8 @@ __all__ = [
     "MAX_SERVER_REQUESTS",
     "CallbackTasks",
     "Channel",
+    "header_channel",
+    "HeaderChannel",
     "NotificationCallback",
     "ProgressCallback",
     "RequestHandler",

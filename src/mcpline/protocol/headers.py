@@ -102,25 +102,38 @@ def name_header(method: str, params: Mapping[str, Any]) -> str | None:
     return encode_value(value) if isinstance(value, str) else None
 
 
+DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are data, not schemas (a key spelled ``x-mcp-header`` there is data)."""
+SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+"""Keywords whose values map names to schemas: their keys are names, not keywords (a
+definition or property named ``x-mcp-header`` is no annotation)."""
+
+
 def _annotations(
     node: Any, path: tuple[str, ...], where: str, reachable: bool
 ) -> Iterator[tuple[tuple[str, ...], str, bool, Any]]:
-    """Every ``x-mcp-header`` in a schema: (property path, location, statically reachable?,
-    value)."""
+    """Every ``x-mcp-header`` in a schema: (property path, JSON pointer of the schema that
+    holds it, statically reachable?, value). Only ``properties`` keep a schema reachable."""
     if isinstance(node, list):
         for i, item in enumerate(node):
-            yield from _annotations(item, path, f"{where}[{i}]", False)
+            yield from _annotations(item, path, f"{where}/{i}", False)
         return
     if not isinstance(node, dict):
         return
     if ANNOTATION in node:
         yield path, where, reachable, node[ANNOTATION]
     for key, child in node.items():
-        if key == "properties" and isinstance(child, dict):
-            for prop, sub in child.items():
-                sub_where = f"{where}.{prop}" if where else prop
-                yield from _annotations(sub, (*path, prop), sub_where, reachable)
-        elif key not in (ANNOTATION, "const", "default", "enum", "examples"):
+        if key in DATA_KEYWORDS or key == ANNOTATION:
+            continue
+        if key in SCHEMA_MAPS and isinstance(child, dict):
+            for name, sub in child.items():
+                inside = reachable and key == "properties"
+                yield from _annotations(
+                    sub, (*path, name) if inside else path, f"{where}/{key}/{name}", inside
+                )
+        else:
             yield from _annotations(child, path, f"{where}/{key}", False)
 
 
@@ -132,36 +145,44 @@ def _at(schema: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def header_params(schema: Any) -> tuple[HeaderParam, ...]:
-    """The annotated parameters of an ``inputSchema``, or `InvalidHeaderAnnotation`."""
+    """The annotated parameters of an ``inputSchema``; `InvalidHeaderAnnotation` naming the
+    property and the rule broken: the value must be a non-empty HTTP token, unique in any
+    case within the schema, on a ``string``, ``integer`` or ``boolean`` property reachable
+    from the root through ``properties`` alone."""
     if not isinstance(schema, dict):
         return ()
     found: list[HeaderParam] = []
     seen: dict[str, str] = {}
-    for path, where, reachable, value in _annotations(schema, (), "", True):
-        if not reachable:
+    for path, pointer, reachable, value in _annotations(schema, (), "", True):
+        if not reachable or not path:
             raise InvalidHeaderAnnotation(
-                f"{ANNOTATION} at {where!r} is not reachable from the schema root through "
-                "properties alone"
+                f"{ANNOTATION} at {pointer or '/'}: only properties reached from the root "
+                "through 'properties' alone may carry it (it is not reachable under items, "
+                "anyOf/oneOf/allOf/not, if/then/else or $defs/$ref targets)"
             )
+        where = f"property {'.'.join(path)!r}"
         if not isinstance(value, str) or not value:
-            raise InvalidHeaderAnnotation(f"{ANNOTATION} of {where!r} is empty or not a string")
+            raise InvalidHeaderAnnotation(
+                f"{where}: {ANNOTATION} must be a non-empty string, not {value!r}"
+            )
         if _TOKEN.fullmatch(value) is None:
             raise InvalidHeaderAnnotation(
-                f"{ANNOTATION} {value!r} of {where!r} is not an HTTP token "
-                "(spaces, colons, control and non-ASCII characters are not allowed)"
+                f"{where}: {ANNOTATION} {value!r} is not an HTTP token (letters, digits and "
+                "!#$%&'*+-.^_`|~; no spaces, colons, control or non-ASCII characters)"
             )
         folded = value.lower()
         if folded in seen:
             raise InvalidHeaderAnnotation(
-                f"{ANNOTATION} {value!r} of {where!r} repeats that of {seen[folded]!r} "
+                f"{where}: {ANNOTATION} {value!r} repeats that of property {seen[folded]!r} "
                 "(names are compared case-insensitively)"
             )
-        seen[folded] = where
+        seen[folded] = ".".join(path)
         kind = _at(schema, path).get("type")
         if kind not in HEADER_TYPES:
             raise InvalidHeaderAnnotation(
-                f"{ANNOTATION} {value!r} is on {where!r} of type {kind!r}; only "
-                "string, integer and boolean parameters may be mirrored"
+                f"{where}: {ANNOTATION} {value!r} is on type {kind or 'absent'!r}; it needs "
+                f'"type" to be one of {", ".join(HEADER_TYPES)} (for an optional parameter '
+                "give a default rather than None)"
             )
         found.append(HeaderParam(value, path, kind))
     return tuple(found)
@@ -201,10 +222,12 @@ def param_headers(params: Sequence[HeaderParam], arguments: Any) -> dict[str, st
 
 __all__ = [
     "ANNOTATION",
+    "DATA_KEYWORDS",
     "HeaderParam",
     "InvalidHeaderAnnotation",
     "NAMED_METHODS",
     "PARAM_PREFIX",
+    "SCHEMA_MAPS",
     "decode_value",
     "encode_value",
     "header_params",

@@ -1,17 +1,102 @@
-"""`ServerOptions`: how a `Server` lists, caches, bounds and shuts down."""
+r"""The options of a `Server` and of what it registers, each declared once.
+
+`ServerOptions` is how a `Server` lists, caches, bounds and shuts down. The keyword options
+of `Server(...)`, ``@server.tool``, ``@server.resource`` and ``@server.prompt`` are declared
+here as `TypedDict`\ s that the signatures unpack (``**options: Unpack[ToolOptions]``), so
+that type checkers and editors know each name and its type; `check_keywords` refuses, at
+run time, a name that is none of them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._keywords import check_keywords
 from ..spec import MODERN_VERSIONS
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 
 if TYPE_CHECKING:
+    from ..protocol.state import NonceLedger
+    from .scale.bus import NotificationBus
+    from .services import LifespanHook
     from .tasks.quota import TaskQuota
     from .tasks.store import TaskStore
+
+
+class ToolDefinition(TypedDict, total=False):
+    """What a tool's definition (``tools/list``) is made of, besides its name."""
+
+    title: str | None
+    description: str | None
+    """Default: the function's docstring."""
+    input_schema: dict[str, Any] | None
+    """Default: made from the parameters' type hints."""
+    output_schema: dict[str, Any] | None
+    """Default: made from the return type hint (``structured_output=False``: none)."""
+    structured_output: bool | None
+    annotations: dict[str, Any] | None
+    """Spec keys, or ``read_only``/``destructive``/``idempotent``/``open_world``/``title``."""
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None
+
+
+class ToolOptions(ToolDefinition, total=False):
+    """The options of ``@server.tool`` and `Server.add_tool` (see `Server.tool`)."""
+
+    hidden: bool
+    """Callable but not listed (default False)."""
+    strict: bool | None
+    """No reading of ``"5"`` as 5 (default: the server's ``strict_arguments``)."""
+    task: bool | str | None
+    """``True``/``"optional"`` or ``"required"``: run calls as tasks."""
+    scopes: Iterable[str] | None
+    """The OAuth scopes a caller's token must hold."""
+
+
+class ResourceDefinition(TypedDict, total=False):
+    """What a resource's (or template's) definition is made of, and its read hints."""
+
+    name: str | None
+    title: str | None
+    description: str | None
+    """Default: the function's docstring."""
+    mime_type: str | None
+    annotations: dict[str, Any] | None
+    icons: list[dict[str, Any]] | None
+    size: int | None
+    meta: dict[str, Any] | None
+    ttl_ms: int | None
+    """The caching hint of its reads (default: the server's ``read_ttl_ms``)."""
+    cache_scope: str | None
+    """``"public"`` or ``"private"`` (default: the server's ``read_cache_scope``)."""
+
+
+class ResourceOptions(ResourceDefinition, total=False):
+    """The options of ``@server.resource`` and `Server.add_resource`."""
+
+    scopes: Iterable[str] | None
+    """The OAuth scopes a caller's token must hold."""
+
+
+class PromptDefinition(TypedDict, total=False):
+    """What a prompt's definition (``prompts/list``) is made of, besides its name."""
+
+    title: str | None
+    description: str | None
+    """Default: the function's docstring."""
+    argument_titles: dict[str, str] | None
+    icons: list[dict[str, Any]] | None
+    meta: dict[str, Any] | None
+
+
+class PromptOptions(PromptDefinition, total=False):
+    """The options of ``@server.prompt`` and `Server.add_prompt`."""
+
+    scopes: Iterable[str] | None
+    """The OAuth scopes a caller's token must hold."""
 
 
 @dataclass(frozen=True)
@@ -58,4 +143,63 @@ class ServerOptions:
             raise ValueError("task_ttl_ms (or None) and task_poll_interval_ms must be positive")
 
 
-__all__ = ["ServerOptions"]
+class ServerKeywords(TypedDict, total=False):
+    """The keyword options of `Server(...)` (see `Server` for what each is about). Those
+    named as `ServerOptions` fields are kept there, with their defaults."""
+
+    title: str | None
+    description: str | None
+    instructions: str | None
+    website_url: str | None
+    icons: list[dict[str, Any]] | None
+    page_size: int
+    list_ttl_ms: int
+    cache_scope: str
+    discover_ttl_ms: int
+    max_in_flight: int
+    max_line_bytes: int
+    max_outbound_bytes: int
+    shutdown_grace: float
+    sync_workers: int
+    lifespan: LifespanHook | None
+    server_info_in_results: bool
+    state_key: bytes | str | None
+    """Default: ``$MCPLINE_STATE_KEY``, else random per process."""
+    state_ttl: float
+    """Seconds a sealed ``requestState`` lives (default 900)."""
+    state_single_use: bool | NonceLedger
+    """Default True (a process-local ledger)."""
+    legacy: bool
+    """Also serve 2025-11-25 clients (default True)."""
+    read_ttl_ms: int
+    read_cache_scope: str
+    bus: NotificationBus | None
+    strict_arguments: bool
+    task_store: TaskStore | str | None
+    task_ttl_ms: int | None
+    task_poll_interval_ms: int
+    task_quota: TaskQuota | str | None
+
+
+OPTION_FIELDS = frozenset(f.name for f in fields(ServerOptions))
+"""The names of `ServerOptions`' fields."""
+
+
+def server_options(keywords: Mapping[str, Any]) -> ServerOptions:
+    """The `ServerOptions` of `Server` keywords (the others are the server's own)."""
+    return ServerOptions(**{k: v for k, v in keywords.items() if k in OPTION_FIELDS})
+
+
+__all__ = [
+    "check_keywords",
+    "OPTION_FIELDS",
+    "PromptDefinition",
+    "PromptOptions",
+    "ResourceDefinition",
+    "ResourceOptions",
+    "server_options",
+    "ServerKeywords",
+    "ServerOptions",
+    "ToolDefinition",
+    "ToolOptions",
+]

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..inbound import Inbound, Invalid, Notification, Oversized, Request, Response
@@ -24,6 +23,7 @@ from ..spec import CANCELLED, PARSE_ERROR
 from ..wire import encode
 from .engine import FINAL, Exchange, Phase
 from .outbound import Action, Kind, decide
+from .peer import PeerState
 
 if TYPE_CHECKING:
     from .runtime import Served
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpline.server")
 
 
-class Connection:
+class Connection(PeerState):
     """Serves one peer. Every request runs as its own task; replies are written whole."""
 
     def __init__(
@@ -46,11 +46,9 @@ class Connection:
         name: str = "stdio",
         max_line_bytes: int | None = None,
     ) -> None:
+        super().__init__(name)
         options = server.options
         self._engine = server.runtime.engine
-        self.loop = asyncio.get_running_loop()
-        self.loop_thread = threading.get_ident()
-        self.name = name
         self._write = write
         self._pause = pause_reading
         self._resume = resume_reading
@@ -71,18 +69,12 @@ class Connection:
         self._read_paused = False
         self._write_paused = False
         self._releasing = False
-        self.closing = asyncio.Event()
         self.write_failed = False
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_scheduled = False
         self.dropped = 0
         """Advisory notifications not sent because the peer was not reading."""
-        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
-        self.overflow_hooks: list[Callable[[Any], None]] = []
-        """Run when a stream notification finds the outbound buffer full: end the streams."""
-        self.scoped: dict[str, Any] = {}
-        """What features keep for this peer (its listens, a legacy session), by feature."""
         self._engine.peers.add(self)
 
     # --- input ---------------------------------------------------------------------------
@@ -206,8 +198,8 @@ class Connection:
         JSON-encodable); see `write`."""
         return self.write(msg if type(msg) is bytes else encode(msg), kind)
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
-        """Write an encoded message of one of this connection's requests."""
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
+        """Write a message of one of this connection's requests (``data``, encoded)."""
         return self.write(data, kind)
 
     def outbound(self) -> int:
@@ -276,8 +268,7 @@ class Connection:
                 self.name,
                 self.outbound(),
             )
-            for hook in self.overflow_hooks:
-                hook(self)
+            self.run_overflow_hooks()
         elif action is Action.DISCONNECT:
             self.disconnect(f"the peer is not reading ({self.outbound()} bytes waiting)")
 
@@ -312,13 +303,7 @@ class Connection:
     async def close(self, grace: float | None = None) -> None:
         """Let in-flight work finish for ``grace`` seconds, cancel the rest, run close hooks."""
         grace = self._grace if grace is None else grace
-        for hook in self.close_hooks:
-            try:
-                res = hook(self)
-                if res is not None:
-                    await res
-            except Exception:
-                log.exception("close hook failed")
+        await self.run_close_hooks()
         loop = self.loop
         deadline = loop.time() + grace
         while self.inflight and grace > 0:

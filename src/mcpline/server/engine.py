@@ -74,7 +74,8 @@ FINAL = frozenset({Phase.ANSWERED, Phase.CANCELLED})
 
 
 class Peer(Protocol):
-    """What carries requests to the engine and their messages back."""
+    """What carries requests to the engine and their messages back (its attributes are those
+    of `mcpline.server.peer.PeerState`, which every peer builds on)."""
 
     name: str
     loop: asyncio.AbstractEventLoop
@@ -88,8 +89,9 @@ class Peer(Protocol):
     overflow_hooks: list[Callable[[Any], None]]
     """Run (with the peer) when a stream notification finds its output full."""
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
-        """Write one encoded message of ``exchange``; False when it was not queued."""
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
+        """Write one message of ``exchange`` (``data`` is ``message`` encoded); False when it
+        was not queued."""
         ...
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -162,7 +164,7 @@ class Exchange:
     def send(self, msg: dict[str, Any], kind: Kind = Kind.ADVISORY) -> bool:
         """Write a message of this request unless it is answered or cancelled (raises
         `TypeError` if it is not JSON-encodable)."""
-        return self.phase not in FINAL and self.peer.deliver(self, encode(msg), kind)
+        return self.phase not in FINAL and self.peer.deliver(self, msg, encode(msg), kind)
 
     def reply(self, msg: dict[str, Any]) -> None:
         """Write the response and end the request (nothing if it already ended)."""
@@ -173,8 +175,9 @@ class Exchange:
         except Exception:
             log.exception("the reply to %s could not be encoded as JSON", self.method)
             why = f"Internal error: the result of {self.method} is not JSON-encodable"
-            data = encode(error_response(self.id, INTERNAL_ERROR, why))
-        self.peer.deliver(self, data, Kind.REPLY)
+            msg = error_response(self.id, INTERNAL_ERROR, why)
+            data = encode(msg)
+        self.peer.deliver(self, msg, data, Kind.REPLY)
         if self.phase not in FINAL:  # delivering may have closed the peer and cancelled it
             self.move(Phase.ANSWERED)
 

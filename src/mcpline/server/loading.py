@@ -1,16 +1,15 @@
 """Finding the `Server` a Python file defines (``FILE[:OBJECT]``), for the command line and
-for the HTTP workers that import the file again in each process (`load_worker_app`)."""
+for the HTTP workers that import the file again in each process
+(`mcpline.transports.http.serve.load_worker_app`)."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..transports.http import HttpApp
     from .server import Server
 
 DEFAULT_NAMES = ("server", "mcp", "app")
@@ -54,18 +53,4 @@ def load_server(target: str) -> Server:
     raise SystemExit(f"mcpline run: {path_text} defines several Servers; name one as FILE:OBJECT")
 
 
-def load_worker_app() -> HttpApp:
-    """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
-    app factory, given to `mcpline.transports.http.serve.serve_workers`): the file named by
-    ``$MCPLINE_HTTP_TARGET`` imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
-    from ..transports.http.serve import TARGET_ENV, worker_app
-    from ..transports.stdio import configure_logging
-    from .auth.config import AUTH_ENV, app_options
-
-    configure_logging()
-    spec = os.environ.get(AUTH_ENV)
-    extra = app_options(spec, env=os.environ) if spec else {}
-    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
-
-
-__all__ = ["DEFAULT_NAMES", "load_server", "load_worker_app"]
+__all__ = ["DEFAULT_NAMES", "load_server"]

@@ -10,18 +10,26 @@ list mixing those, or a full ``{"messages": […], "description": …}`` result.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..errors import JsonRpcError
 from ..spec import INVALID_PARAMS
+from ._options import PromptDefinition, check_keywords
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import is_content_block, text
 from .context import Context
 from .signature import schema as _schema
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 ROLES = frozenset({"user", "assistant"})
 
@@ -57,16 +65,13 @@ class Prompt:
 
 
 def make_prompt(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    argument_titles: dict[str, str] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    meta: dict[str, Any] | None = None,
+    fn: Callable[..., Any], *, name: str | None = None, **spec: Unpack[PromptDefinition]
 ) -> Prompt:
-    """Build a `Prompt` from a function; raises `ValueError` for an unusable definition."""
+    """Build a `Prompt` from a function (``spec``: `mcpline.server._options.PromptDefinition`);
+    raises `ValueError` for an unusable definition."""
+    check_keywords(PromptDefinition, spec, "make_prompt()")
+    title, description = spec.get("title"), spec.get("description")
+    argument_titles, icons, meta = spec.get("argument_titles"), spec.get("icons"), spec.get("meta")
     prompt_name = name or fn.__name__
     if not isinstance(prompt_name, str) or not prompt_name:
         raise ValueError("a prompt name must be a non-empty string")

@@ -19,20 +19,28 @@ import base64
 import inspect
 import logging
 import os
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..errors import JsonRpcError, ResourceNotFoundError
 from ..protocol.uritemplate import Expression, UriTemplate
 from ..spec import INVALID_PARAMS
+from ._options import ResourceDefinition, check_keywords
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .context import Context
 from .signature import schema as _schema
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 log = logging.getLogger("mcpline.server")
 
@@ -158,25 +166,23 @@ def _constant(value: Any) -> Callable[[], Any]:
 
 
 def make_resource(
-    uri: str,
-    fn: Callable[..., Any] | str | bytes,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    annotations: dict[str, Any] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    size: int | None = None,
-    meta: dict[str, Any] | None = None,
-    ttl_ms: int | None = None,
-    cache_scope: str | None = None,
+    uri: str, fn: Callable[..., Any] | str | bytes, **spec: Unpack[ResourceDefinition]
 ) -> Resource:
     """Build a `Resource`; raises `ValueError` for a definition a client would reject.
 
     ``fn`` may be a constant (``str``/``bytes``) for fixed content. ``ttl_ms`` and
-    ``cache_scope`` are this resource's caching hints on ``resources/read`` results.
+    ``cache_scope`` are this resource's caching hints on ``resources/read`` results; the
+    options are `mcpline.server._options.ResourceDefinition`.
     """
+    check_keywords(ResourceDefinition, spec, "make_resource()")
+    name, title, description = spec.get("name"), spec.get("title"), spec.get("description")
+    mime_type, annotations, icons = (
+        spec.get("mime_type"),
+        spec.get("annotations"),
+        spec.get("icons"),
+    )
+    size, meta = spec.get("size"), spec.get("meta")
+    ttl_ms, cache_scope = spec.get("ttl_ms"), spec.get("cache_scope")
     if not isinstance(uri, str) or not uri:
         raise ValueError("a resource URI must be a non-empty string")
     template = UriTemplate(uri) if "{" in uri else None

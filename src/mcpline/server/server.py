@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
-from ..wire import DEFAULT_MAX_LINE_BYTES
-from ._options import ServerOptions
+from ._options import (
+    PromptDefinition,
+    PromptOptions,
+    ResourceDefinition,
+    ResourceOptions,
+    ServerKeywords,
+    ServerOptions,
+    ToolDefinition,
+    ToolOptions,
+    check_keywords,
+    server_options,
+)
 from .engine import Engine
 from .eras import ModernEra
 from .methods import Dispatcher
-from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 from .registry import Registry
 from .runtime import Runtime
 from .scopes import check_scopes
-from .services import LifespanHook, Services
+from .services import Services
 from .tools import Tool, make_tool
 
 # Resources (URI templates), prompts and completions load on first use, so a tools-only
@@ -26,10 +36,17 @@ if TYPE_CHECKING:
     from .prompts import Prompt
     from .resources import Resource
     from .scale.bus import Change, NotificationBus
-    from .tasks.quota import TaskQuota
-    from .tasks.store import TaskStore
+
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+TOOL_DEFINITION = ToolDefinition.__optional_keys__
+RESOURCE_DEFINITION = ResourceDefinition.__optional_keys__
+PROMPT_DEFINITION = PromptDefinition.__optional_keys__
 
 
 class Server:
@@ -73,86 +90,42 @@ class Server:
     """
 
     def __init__(
-        self,
-        name: str,
-        version: str = "0.0.0",
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        instructions: str | None = None,
-        website_url: str | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        page_size: int = 100,
-        list_ttl_ms: int = 0,
-        cache_scope: str = "public",
-        discover_ttl_ms: int = 0,
-        max_in_flight: int = 256,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES,
-        shutdown_grace: float = 0.5,
-        sync_workers: int = 32,
-        lifespan: LifespanHook | None = None,
-        server_info_in_results: bool = True,
-        state_key: bytes | str | None = None,
-        state_ttl: float = 900.0,
-        state_single_use: bool | NonceLedger = True,
-        legacy: bool = True,
-        read_ttl_ms: int = 0,
-        read_cache_scope: str = "private",
-        bus: NotificationBus | None = None,
-        strict_arguments: bool = False,
-        task_store: TaskStore | str | None = None,
-        task_ttl_ms: int | None = 3_600_000,
-        task_poll_interval_ms: int = 1000,
-        task_quota: TaskQuota | str | None = None,
+        self, name: str, version: str = "0.0.0", **options: Unpack[ServerKeywords]
     ) -> None:
-        self.options = ServerOptions(
-            instructions=instructions,
-            page_size=page_size,
-            list_ttl_ms=list_ttl_ms,
-            cache_scope=cache_scope,
-            discover_ttl_ms=discover_ttl_ms,
-            read_ttl_ms=read_ttl_ms,
-            read_cache_scope=read_cache_scope,
-            max_in_flight=max_in_flight,
-            max_line_bytes=max_line_bytes,
-            max_outbound_bytes=max_outbound_bytes,
-            shutdown_grace=shutdown_grace,
-            sync_workers=sync_workers,
-            server_info_in_results=server_info_in_results,
-            strict_arguments=strict_arguments,
-            task_store=task_store,
-            task_ttl_ms=task_ttl_ms,
-            task_poll_interval_ms=task_poll_interval_ms,
-            task_quota=task_quota,
-        )
+        check_keywords(ServerKeywords, options, "Server()")
+        self.options = server_options(options)
         self.name = name
         self.version = version
         """Your server's version (``serverInfo.version``)."""
         self.info: dict[str, Any] = {"name": name, "version": version}
         """The ``Implementation`` this server presents as ``serverInfo``."""
         optional_info = (
-            ("title", title),
-            ("description", description),
-            ("websiteUrl", website_url),
-            ("icons", icons),
+            ("title", options.get("title")),
+            ("description", options.get("description")),
+            ("websiteUrl", options.get("website_url")),
+            ("icons", options.get("icons")),
         )
         for key, value in optional_info:
             if value:
                 self.info[key] = value
         self.registry = Registry()
         """What this server serves and advertises (its decorators write it)."""
+        single_use = options.get("state_single_use", True)
         ledger = (
-            (MemoryNonceLedger() if state_single_use else None)
-            if isinstance(state_single_use, bool)
-            else state_single_use
+            (MemoryNonceLedger() if single_use else None)
+            if isinstance(single_use, bool)
+            else single_use
         )
-        self._bus = bus
-        self._services = Services(self, lifespan, sync_workers, bus, self._apply_change)
+        bus = self._bus = options.get("bus")
+        lifespan = options.get("lifespan")
+        workers = self.options.sync_workers
+        self._services = Services(self, lifespan, workers, bus, self._apply_change)
+        state_key, state_ttl = options.get("state_key"), options.get("state_ttl", 900.0)
         sealer = StateSealer(state_key, scope=name, ttl=state_ttl, ledger=ledger)
         """Seals MRTR ``requestState``: key from ``state_key``, else ``$MCPLINE_STATE_KEY``,
         else random per process (states then die with the process)."""
         self._sealer = sealer
+        legacy = options.get("legacy", True)
         self._dispatch = Dispatcher(
             self.registry, self.info, self.options, self._services, sealer, legacy=legacy
         )
@@ -181,40 +154,10 @@ class Server:
     def tool(self, name: F, /) -> F: ...
 
     @overload
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        hidden: bool = False,
-        strict: bool | None = None,
-        task: bool | str | None = None,
-        scopes: Iterable[str] | None = None,
-    ) -> Callable[[F], F]: ...
+    def tool(self, name: str | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
     def tool(
-        self,
-        name: str | F | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool | None = None,
-        annotations: dict[str, Any] | None = None,
-        icons: list[dict[str, Any]] | None = None,
-        meta: dict[str, Any] | None = None,
-        hidden: bool = False,
-        strict: bool | None = None,
-        task: bool | str | None = None,
-        scopes: Iterable[str] | None = None,
+        self, name: str | F | None = None, **options: Unpack[ToolOptions]
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -234,44 +177,27 @@ class Server:
         if callable(name):
             self.add_tool(name)
             return name
+        check_keywords(ToolOptions, options, "tool()")
 
         def register(fn: F) -> F:
-            self.add_tool(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                structured_output=structured_output,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-                hidden=hidden,
-                strict=strict,
-                task=task,
-                scopes=scopes,
-            )
+            self.add_tool(fn, name=name, **options)
             return fn
 
         return register
 
     def add_tool(
-        self,
-        fn: Callable[..., Any],
-        *,
-        hidden: bool = False,
-        strict: bool | None = None,
-        task: bool | str | None = None,
-        scopes: Iterable[str] | None = None,
-        **options: Any,
+        self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[ToolOptions]
     ) -> Tool:
         """Register ``fn`` as a tool (same options as `tool`); replaces nothing silently."""
+        check_keywords(ToolOptions, options, "add_tool()")
+        hidden = options.get("hidden", False)
+        strict = options.get("strict")
+        mode = _task_mode(options.get("task"))
+        required = check_scopes(options.get("scopes"))
         if strict is None:
             strict = self.options.strict_arguments
-        mode = _task_mode(task)
-        required = check_scopes(scopes)
-        tool = make_tool(fn, strict=strict, **options)
+        spec = cast("ToolDefinition", {k: v for k, v in options.items() if k in TOOL_DEFINITION})
+        tool = make_tool(fn, name=name, strict=strict, **spec)
         self.registry.add_tool(tool, task=mode, hidden=hidden)
         self.registry.scopes.set("tool", tool.name, required)
         if not hidden:
@@ -291,7 +217,7 @@ class Server:
 
     # --- resources, prompts, completions ----------------------------------------------------
 
-    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+    def resource(self, uri: str, **options: Unpack[ResourceOptions]) -> Callable[[F], F]:
         """Decorator: serve ``uri`` with a function; ``{var}`` in ``uri`` makes a template.
 
         Options: ``name``, ``title``, ``description`` (default: the docstring),
@@ -305,6 +231,7 @@ class Server:
         file paths with ``mcpline.safe_path(root, path)``, which raises `PathEscapeError`
         (answered as resource-not-found) for anything outside ``root``.
         """
+        check_keywords(ResourceOptions, options, "resource()")
 
         def register(fn: F) -> F:
             self.add_resource(uri, fn, **options)
@@ -313,13 +240,18 @@ class Server:
         return register
 
     def add_resource(
-        self, uri: str, fn: Callable[..., Any] | str | bytes, **options: Any
+        self,
+        uri: str,
+        fn: Callable[..., Any] | str | bytes,
+        **options: Unpack[ResourceOptions],
     ) -> Resource:
         """Register a resource or template (``fn`` may be constant ``str``/``bytes``)."""
         from .resources import make_resource
 
-        required = check_scopes(options.pop("scopes", None))
-        res = make_resource(uri, fn, **options)
+        check_keywords(ResourceOptions, options, "add_resource()")
+        required = check_scopes(options.get("scopes"))
+        spec = {k: v for k, v in options.items() if k in RESOURCE_DEFINITION}
+        res = make_resource(uri, fn, **cast("ResourceDefinition", spec))
         self.registry.add_resource(res)
         self.registry.scopes.set("resource", res.uri, required)
         self.list_changed("resources")
@@ -330,7 +262,9 @@ class Server:
         self.registry.remove_resource(uri)
         self.list_changed("resources")
 
-    def resource_template(self, uri_template: str, **options: Any) -> Callable[[F], F]:
+    def resource_template(
+        self, uri_template: str, **options: Unpack[ResourceOptions]
+    ) -> Callable[[F], F]:
         """Same as `resource`, insisting that ``uri_template`` has ``{variables}``."""
         if "{" not in uri_template:
             raise ValueError(f"{uri_template!r} has no {{variables}}; use server.resource()")
@@ -348,9 +282,13 @@ class Server:
     def prompt(self, name: F, /) -> F: ...
 
     @overload
-    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]: ...
+    def prompt(
+        self, name: str | None = None, **options: Unpack[PromptOptions]
+    ) -> Callable[[F], F]: ...
 
-    def prompt(self, name: str | F | None = None, **options: Any) -> F | Callable[[F], F]:
+    def prompt(
+        self, name: str | F | None = None, **options: Unpack[PromptOptions]
+    ) -> F | Callable[[F], F]:
         """Decorator: register a prompt (``@server.prompt`` or ``@server.prompt(...)``).
 
         Options: ``title``, ``description`` (default: the docstring), ``argument_titles``,
@@ -359,6 +297,7 @@ class Server:
         if callable(name):
             self.add_prompt(name)
             return name
+        check_keywords(PromptOptions, options, "prompt()")
 
         def register(fn: F) -> F:
             self.add_prompt(fn, name=name, **options)
@@ -366,13 +305,17 @@ class Server:
 
         return register
 
-    def add_prompt(self, fn: Callable[..., Any], **options: Any) -> Prompt:
+    def add_prompt(
+        self, fn: Callable[..., Any], *, name: str | None = None, **options: Unpack[PromptOptions]
+    ) -> Prompt:
         """Register ``fn`` as a prompt (``name`` and the options of `prompt`); a second
         prompt of the same name is a `ValueError`."""
         from .prompts import make_prompt
 
-        required = check_scopes(options.pop("scopes", None))
-        prompt = make_prompt(fn, **options)
+        check_keywords(PromptOptions, options, "add_prompt()")
+        required = check_scopes(options.get("scopes"))
+        spec = {k: v for k, v in options.items() if k in PROMPT_DEFINITION}
+        prompt = make_prompt(fn, name=name, **cast("PromptDefinition", spec))
         self.registry.add_prompt(prompt)
         self.registry.scopes.set("prompt", prompt.name, required)
         self.list_changed("prompts")
@@ -496,10 +439,12 @@ class Server:
         path: str | None = None,
         **options: Any,
     ) -> None:
-        """Serve until the client goes away. ``transport`` is ``"stdio"`` (default),
-        ``"unix:/path"``, ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT[/PATH]"`` (Streamable
-        HTTP, at ``/mcp`` by default, with uvicorn from the ``mcpline[http]`` extra;
-        ``options`` go to `http_app`). FastMCP's ``"http"``/``"streamable-http"`` with
+        """Serve until the client goes away. ``transport`` is an address of a row of
+        `mcpline.transports.table`: ``"stdio"`` (default), ``"unix:/path"``,
+        ``"tcp:HOST:PORT"`` or ``"http://HOST:PORT[/PATH]"`` (Streamable HTTP, at ``/mcp`` by
+        default, with uvicorn from the ``mcpline[http]`` extra; ``options`` go to
+        `http_app`); ``options`` are that transport's, and any other address is a
+        `ValueError`. FastMCP's ``"http"``/``"streamable-http"`` with
         ``host=`` (127.0.0.1), ``port=`` (8000) and ``path=`` (``/mcp``) mean the same;
         ``"sse"`` (the HTTP+SSE transport of 2024-11-05) is not served (`ValueError`).
 
@@ -508,19 +453,10 @@ class Server:
         a library banner reaches the client as a corrupt message. Start the file with
         ``mcpline run FILE``, which takes stdout before importing it, or print to stderr (or
         use ``logging``) until ``run()``."""
+        from ..transports.table import transport_for
+
         address = run_address(transport, host, port, path)
-        if address == "stdio":
-            from ..transports.stdio import serve_stdio
-
-            serve_stdio(self, **options)
-        elif address.startswith("http://"):
-            from ..transports.http.serve import serve_url
-
-            serve_url(self, address, **options)
-        else:
-            from ..transports.sockets import serve_address
-
-            serve_address(self, address, **options)
+        transport_for(address).serve(self, address, **options)
 
 
 FASTMCP_HTTP = ("http", "streamable-http")

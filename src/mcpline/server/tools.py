@@ -5,34 +5,32 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import sys
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import JsonRpcError, ToolError
+from ..protocol.headers import HeaderParam, InvalidHeaderAnnotation, header_params
 from ..spec import TOOL_NAME_MAX
+from ._options import ToolDefinition, check_keywords
 from ._userfn import RunSync, UserFunction, definition, wants_context
 from .content import CONTENT, ToolResult, is_content_block, looks_like_content, text
 from .context import Context
 from .mrtr import InputRequired
 from .signature import schema as _schema
 
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:
+        from typing_extensions import Unpack
+
 log = logging.getLogger("mcpline.server")
 
 NAME_RE = re.compile(rf"^[A-Za-z0-9_.-]{{1,{TOOL_NAME_MAX}}}$")
 """Tool names: 1 to `TOOL_NAME_MAX` characters of ``A-Z a-z 0-9 _ - .``."""
-
-HEADER_KEY = "x-mcp-header"
-"""The schema keyword that mirrors a tool parameter into an ``Mcp-Param-*`` HTTP header."""
-HEADER_TYPES = ("string", "integer", "boolean")
-_TCHAR = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
-"""Keywords whose values are data, not schemas (a key spelled x-mcp-header there is data)."""
-_SCHEMA_MAPS = frozenset(
-    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
-"""Keywords whose values map names to schemas (their keys are names, not keywords)."""
 
 ANNOTATION_KEYS = {
     "title": "title",
@@ -82,91 +80,14 @@ def _content_item(tp: Any) -> bool:
     return tp in (dict, Any) or typing.get_origin(tp) is dict
 
 
-class HeaderParam(typing.NamedTuple):
-    """A parameter mirrored into the HTTP header ``Mcp-Param-{header}`` (``x-mcp-header``)."""
-
-    path: tuple[str, ...]
-    """The chain of ``properties`` keys from the root of ``inputSchema`` to the parameter."""
-    header: str
-    """The annotation: the header is ``Mcp-Param-`` followed by it (any case)."""
-
-
-def header_params(schema: dict[str, Any], tool_name: str) -> tuple[HeaderParam, ...]:
-    """The ``x-mcp-header`` annotations of an ``inputSchema``, checked against the spec.
-
-    Raises `ValueError` naming the tool, the property and the rule broken: the value must be a
-    non-empty HTTP token, unique in any case within the schema, on a ``string``, ``integer``
-    or ``boolean`` property reachable from the root through ``properties`` alone.
-    """
-    found: list[HeaderParam] = []
-    reachable: set[int] = set()
-    seen: dict[str, str] = {}
-
-    def fail(where: str, rule: str) -> ValueError:
-        return ValueError(f"tool {tool_name!r}: {where}: {rule}")
-
-    def visit(node: dict[str, Any], path: tuple[str, ...]) -> None:
-        props = node.get("properties")
-        if not isinstance(props, dict):
-            return
-        for key, sub in props.items():
-            if not isinstance(sub, dict):
-                continue
-            here = (*path, key)
-            if HEADER_KEY in sub:
-                reachable.add(id(sub))
-                where = f"property {'.'.join(here)!r}"
-                value = sub[HEADER_KEY]
-                if not isinstance(value, str) or not value:
-                    raise fail(where, f"{HEADER_KEY} must be a non-empty string, not {value!r}")
-                if not _TCHAR.match(value):
-                    raise fail(
-                        where,
-                        f"{HEADER_KEY} {value!r} must be an HTTP token (letters, digits and "
-                        "!#$%&'*+-.^_`|~; no spaces, colons, control or non-ASCII characters)",
-                    )
-                other = seen.get(value.lower())
-                if other is not None:
-                    raise fail(
-                        where,
-                        f"{HEADER_KEY} {value!r} repeats that of property {other!r} (in any case)",
-                    )
-                if sub.get("type") not in HEADER_TYPES:
-                    raise fail(
-                        where,
-                        f'{HEADER_KEY} needs "type" to be one of {", ".join(HEADER_TYPES)} '
-                        f"(not {sub.get('type', 'absent')!r}; for an optional parameter give a "
-                        "default rather than None)",
-                    )
-                seen[value.lower()] = ".".join(here)
-                found.append(HeaderParam(here, value))
-            visit(sub, here)
-
-    def stray(node: Any, where: str) -> None:
-        if isinstance(node, list):
-            for i, item in enumerate(node):
-                stray(item, f"{where}/{i}")
-            return
-        if not isinstance(node, dict):
-            return
-        if HEADER_KEY in node and id(node) not in reachable:
-            raise fail(
-                f"{HEADER_KEY} at {where or '/'}",
-                "only properties reached from the root through 'properties' alone may carry "
-                "it (not under items, anyOf/oneOf/allOf/not, if/then/else or $ref targets)",
-            )
-        for key, value in node.items():
-            if key in _DATA_KEYWORDS:
-                continue
-            if key in _SCHEMA_MAPS and isinstance(value, dict):
-                for name, sub in value.items():
-                    stray(sub, f"{where}/{key}/{name}")
-            else:
-                stray(value, f"{where}/{key}")
-
-    visit(schema, ())
-    stray(schema, "")
-    return tuple(found)
+def tool_header_params(schema: dict[str, Any], tool_name: str) -> tuple[HeaderParam, ...]:
+    """The ``x-mcp-header`` parameters of a tool's ``inputSchema``
+    (`mcpline.protocol.headers.header_params`); `ValueError` naming the tool, the property
+    and the rule broken."""
+    try:
+        return header_params(schema)
+    except InvalidHeaderAnnotation as exc:
+        raise ValueError(f"tool {tool_name!r}: {exc}") from None
 
 
 @dataclass
@@ -201,21 +122,20 @@ def make_tool(
     fn: Callable[..., Any],
     *,
     name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    input_schema: dict[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-    structured_output: bool | None = None,
-    annotations: dict[str, Any] | None = None,
-    icons: list[dict[str, Any]] | None = None,
-    meta: dict[str, Any] | None = None,
     strict: bool = False,
+    **spec: Unpack[ToolDefinition],
 ) -> Tool:
     """Build a `Tool` from a function; raises `ValueError` for anything a client would reject.
 
+    ``spec`` is the rest of its definition (`mcpline.server._options.ToolDefinition`).
     ``strict`` turns off the reading of strings as the numbers, booleans, arrays or objects
     they spell (``"5"`` for an integer), which is otherwise applied to arguments that break
     ``inputSchema``."""
+    check_keywords(ToolDefinition, spec, "make_tool()")
+    title, description = spec.get("title"), spec.get("description")
+    input_schema, output_schema = spec.get("input_schema"), spec.get("output_schema")
+    structured_output, annotations = spec.get("structured_output"), spec.get("annotations")
+    icons, meta = spec.get("icons"), spec.get("meta")
     tool_name = name or fn.__name__
     check_name(tool_name)
     summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
@@ -231,7 +151,7 @@ def make_tool(
         schema = input_schema
         body = UserFunction.of(fn)
     _schema.check_tool_input_schema(schema)
-    headers = header_params(schema, tool_name)
+    headers = tool_header_params(schema, tool_name)
     validator = _schema.Validator(schema)
     if input_schema is not None:
         validator.compile()  # a hand-written schema fails here, at registration, if invalid
@@ -378,10 +298,7 @@ __all__ = [
     "check_name",
     "Deferred",
     "error_result",
-    "HEADER_KEY",
-    "header_params",
-    "HEADER_TYPES",
-    "HeaderParam",
+    "tool_header_params",
     "invoke",
     "make_tool",
     "NAME_RE",

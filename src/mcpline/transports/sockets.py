@@ -1,6 +1,6 @@
 """The stdio framing over stream sockets, server side: ``unix:/path`` and ``tcp:HOST:PORT``.
 
-`serve_address` accepts any number of clients; each connection gets its own `Connection`
+`serve_socket` accepts any number of clients; each connection gets its own `Connection`
 (ids, in-flight requests and cancellation are per connection) and the same lifecycle as
 stdio (half-close from the client = stdin EOF), once the connection has passed the
 `auth.Gate` (JSON-RPC only; on TCP, the token first). The client's side is
@@ -29,8 +29,10 @@ from ..addresses import (
     is_loopback,
     os_reason,
     parse_address,
+    read_token_file,
 )
 from .auth import Gate, Verdict, new_token, write_token_file
+from .table import BaseTransport
 
 if TYPE_CHECKING:
     from ..server.connection import Connection
@@ -422,21 +424,42 @@ def _remove_stale_socket(path: str) -> None:
         probe.close()
 
 
-def serve_address(server: Served, address: str, **options: Any) -> None:
-    """Serve ``server`` on ``unix:/path`` or ``tcp:HOST:PORT`` until SIGTERM/SIGINT.
+class SocketTransport(BaseTransport["Served"]):
+    """The ``unix`` and ``tcp`` rows of `mcpline.transports.table`: `serve_socket`, whose
+    failures to start are one ``mcpline: ...`` line on stderr and exit status 2.
 
-    ``options`` are those of `serve_socket` plus ``uvloop``; a `ListenError` is one
-    ``mcpline: ...`` line on stderr and exit status 2.
+    Its ``serve`` options are those of `serve_socket` plus ``uvloop``. Of the command line,
+    ``--token-file`` gives the token, ``--no-auth`` is ``auth=False`` and an
+    ``--idle-timeout`` of 0 is never.
     """
-    from .stdio import configure_logging, run_loop
 
-    configure_logging()
-    use_uvloop = options.pop("uvloop", None)
-    try:
-        run_loop(serve_socket(server, address, **options), use_uvloop)
-    except ListenError as exc:
-        print(f"mcpline: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+    def serve(self, server: Served, address: str, **options: Any) -> None:
+        from .stdio import configure_logging, run_loop
+
+        configure_logging()
+        use_uvloop = options.pop("uvloop", None)
+        try:
+            run_loop(serve_socket(server, address, **options), use_uvloop)
+        except ListenError as exc:
+            print(f"mcpline: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    def options(self, given: dict[str, Any], address: str) -> dict[str, Any]:
+        options = dict(given)
+        token_file = options.pop("token_file", None)
+        no_auth = options.pop("no_auth", False)
+        if token_file and no_auth:
+            raise ValueError("--token-file and --no-auth exclude each other")
+        if token_file:
+            options["token"] = read_token_file(token_file)
+        if no_auth:
+            options["auth"] = False
+        if "idle_timeout" in options:
+            options["idle_timeout"] = options["idle_timeout"] or None
+        return options
+
+
+SOCKETS = SocketTransport()
 
 
 __all__ = [
@@ -445,7 +468,8 @@ __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_PENDING",
     "ListenError",
-    "serve_address",
     "serve_socket",
+    "SocketTransport",
+    "SOCKETS",
     "SOCKET_MAX_LINE_BYTES",
 ]

@@ -28,6 +28,7 @@ from .._platform import (
     open_writer,
     parent_monitor,
 )
+from .table import BaseTransport
 
 if TYPE_CHECKING:
     from ..server.connection import Connection
@@ -228,6 +229,26 @@ def serve_stdio(
         _hard_exit(0)
 
 
+class StdioTransport(BaseTransport["Served"]):
+    """The ``stdio`` row of `mcpline.transports.table`."""
+
+    def serve(self, server: Served, address: str, **options: Any) -> None:
+        if address != "stdio":
+            raise ValueError(f"cannot serve {address!r}: stdio takes no address")
+        serve_stdio(server, **options)
+
+    def serve_file(
+        self, target: str, address: str, load: Callable[[str], Served], **options: Any
+    ) -> None:
+        # Claim stdout before user code is imported, so that import-time prints and
+        # banners land on stderr instead of corrupting the protocol stream.
+        claim_stdio()
+        self.serve(load(target), address, **options)
+
+
+STDIO = StdioTransport()
+
+
 def _lingering_threads(timeout: float) -> bool:
     """Join non-daemon threads for up to ``timeout`` seconds; True if some are still alive."""
     deadline = time.monotonic() + timeout
@@ -289,6 +310,8 @@ __all__ = [
     "run_loop",
     "serve_fds",
     "serve_stdio",
+    "STDIO",
+    "StdioTransport",
     "watch_parent",
     "Writer",
 ]

@@ -8,8 +8,6 @@ import asyncio
 import contextlib
 import inspect
 import logging
-import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +22,7 @@ from ..engine import Engine, Exchange, Phase
 from ..eras import EraHost
 from ..mrtr import InputRequired, select_requests
 from ..outbound import Kind
+from ..peer import PeerState
 from ..tools import Deferred, Tool, invoke
 from .handle import Task, shaped
 from .quota import QuotaExceeded, TaskQuota
@@ -82,28 +81,18 @@ class _TaskBinding:
         return None
 
 
-class _TaskPeer:
+class _TaskPeer(PeerState):
     """The peer of a task's context: nothing reaches a client; progress becomes the task's
     ``statusMessage``."""
 
-    def __init__(self, manager: TaskRuns, task_id: str, loop: asyncio.AbstractEventLoop):
-        self.name = f"task {task_id[:8]}"
-        self.loop = loop
-        self.loop_thread = threading.get_ident()
-        self.closing = asyncio.Event()
-        self.scoped: dict[str, Any] = {}
-        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
-        self.overflow_hooks: list[Callable[[Any], None]] = []
+    def __init__(self, manager: TaskRuns, task_id: str):
+        super().__init__(f"task {task_id[:8]}")
         self._manager = manager
         self._task_id = task_id
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
-        try:
-            msg = msgspec.json.decode(data)
-        except msgspec.DecodeError:
-            return False
-        if type(msg) is dict and msg.get("method") == PROGRESS:
-            self._manager.progress(self._task_id, msg.get("params") or {})
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
+        if message.get("method") == PROGRESS:
+            self._manager.progress(self._task_id, message.get("params") or {})
         return True
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -146,7 +135,7 @@ class TaskRuns:
         self, rec: TaskRecord, principal: Any, tool: Tool | None, handle: Task | None
     ) -> None:
         loop = asyncio.get_running_loop()
-        peer = _TaskPeer(self, rec.id, loop)
+        peer = _TaskPeer(self, rec.id)
         request = Request(rec.id, TOOLS_CALL, {"name": rec.tool, "arguments": rec.arguments})
         exchange = Exchange(request, peer, _TaskBinding(principal))
         exchange.move(Phase.RUNNING)

@@ -33,6 +33,7 @@ from .security import check_metadata as _check_metadata
 from .timers import FixedDelayTimers
 
 if TYPE_CHECKING:
+    from ...protocol.headers import HeaderParam
     from ...server.auth.proxy import OAuthProxy
     from ...server.engine import Engine
     from ...server.runtime import Served
@@ -194,7 +195,7 @@ class HttpApp:
     def engine(self) -> Engine:
         return self.server.runtime.engine
 
-    def header_params(self, tool: str) -> Sequence[tuple[Sequence[str], str]]:
+    def header_params(self, tool: str) -> Sequence[HeaderParam]:
         """The ``x-mcp-header`` parameters of a tool (none for an unknown one)."""
         found = self.server.registry.tools.get(tool)
         return () if found is None else found.header_params

@@ -17,7 +17,7 @@ import functools
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...spec import (
     HEADER_MISMATCH,
@@ -35,6 +35,9 @@ from ...spec import (
     TOOLS_CALL,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+
+if TYPE_CHECKING:
+    from ...protocol.headers import HeaderParam
 
 PROTOCOL_VERSION = "mcp-protocol-version"
 METHOD = "mcp-method"
@@ -175,16 +178,16 @@ def mirror_problem(
     method: str,
     params: Any,
     headers: Headers,
-    header_params: Sequence[tuple[Sequence[str], str]] = (),
+    header_params: Sequence[HeaderParam] = (),
 ) -> str | None:
     """What is wrong with the headers that mirror a 2026-07-28 request's body, or None.
 
     ``Mcp-Method`` must equal ``method``; for tools/call, prompts/get and resources/read
     ``Mcp-Name`` must equal ``params.name`` or ``params.uri`` (when that is a string; a body
     without one is the body's problem; tasks/* mirror ``params.taskId``, see `NAME_SOURCE`).
-    ``header_params`` are the tool's mirrored parameters
-    (path, annotation): a value present and not null needs its ``Mcp-Param-*`` header with
-    the same value, and a header without a value in the body is a mismatch too.
+    ``header_params`` are the tool's mirrored parameters: a value present and not null
+    needs its ``Mcp-Param-*`` header with the same value, and a header without a value in
+    the body is a mismatch too.
     """
     try:
         got = headers.one(METHOD)
@@ -204,10 +207,10 @@ def mirror_problem(
                 return f"the Mcp-Name header {name!r} does not match params.{field} {body!r}"
         if header_params:
             arguments = params.get("arguments") if isinstance(params, dict) else None
-            for path, annotation in header_params:
-                header = f"Mcp-Param-{annotation}"
-                got = headers.one(PARAM_PREFIX + annotation.lower())
-                value = value_at(arguments, path)
+            for param in header_params:
+                header = param.header
+                got = headers.one(PARAM_PREFIX + param.name.lower())
+                value = value_at(arguments, param.path)
                 if value is None:
                     if got is not None:
                         return f"the {header} header is sent but the argument is absent"

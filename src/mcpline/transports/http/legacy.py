@@ -18,20 +18,20 @@ import asyncio
 import itertools
 import logging
 import secrets
-import threading
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ...jsonrpc import Notification, Request, RequestId, Response, duplicate_id_reply, is_valid_id
 from ...server.engine import FINAL, Exchange, Phase
 from ...server.legacy import SESSION_KEY
 from ...server.outbound import Kind
+from ...server.peer import PeerState
 from ...spec import CANCELLED, INITIALIZE, INTERNAL_ERROR, INVALID_REQUEST, LEGACY_SSE_PRIMING_FROM
 from ...wire import encode
 from . import admission, respond, sse
 from .headers import LAST_EVENT_ID, SESSION_ID, Headers, accepts
-from .modern import HttpBinding, run_hooks
+from .modern import HttpBinding
 
 if TYPE_CHECKING:
     from .app import HttpApp
@@ -115,20 +115,14 @@ class SessionStream:
             self.outbox.close()
 
 
-class Session:
+class Session(PeerState):
     """One legacy session: the `mcpline.server.engine.Peer` of all its POSTs."""
 
     def __init__(self, app: HttpApp, session_id: str, principal: Any, client: str = "") -> None:
+        super().__init__(f"http session {session_id[:8]}…")
         self.id = session_id
         self.client = client
         """Whose session this is, for the per-client share (`admission.client_key`)."""
-        self.name = f"http session {session_id[:8]}…"
-        self.loop = asyncio.get_running_loop()
-        self.loop_thread = threading.get_ident()
-        self.closing = asyncio.Event()
-        self.scoped: dict[str, Any] = {}
-        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
-        self.overflow_hooks: list[Callable[[Any], None]] = []
         self.principal = principal
         self.inflight: dict[RequestId, Exchange] = {}
         self.streams: OrderedDict[int, SessionStream] = OrderedDict()
@@ -155,7 +149,7 @@ class Session:
 
     # --- Peer ----------------------------------------------------------------------------
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
         stream = self._of.get(exchange)
         return stream is not None and stream.put(data, kind)
 
@@ -213,7 +207,7 @@ class Session:
         if self.closing.is_set():
             return
         self.closing.set()
-        await run_hooks(self.close_hooks, self)
+        await self.run_close_hooks()
         for exchange in list(self.inflight.values()):
             exchange.cancel()
         for stream in (self.standalone, *self.streams.values()):

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import JsonRpcError
 from ...jsonrpc import Request
 from ...server.engine import FINAL, Exchange, Phase
 from ...server.outbound import Kind
+from ...server.peer import PeerState
 from ...spec import HEADER_MISMATCH, INTERNAL_ERROR, TOOLS_CALL
 from . import respond, sse
 from .headers import PROTOCOL_VERSION, HeaderError, Headers, mirror_problem
 
 if TYPE_CHECKING:
+    from ...protocol.headers import HeaderParam
     from .app import HttpApp
 
 log = logging.getLogger("mcpline.server")
@@ -73,7 +74,7 @@ class HttpBinding:
 
     def check_request(self, request: Request) -> None:
         params = request.params
-        mirrored: Sequence[tuple[Sequence[str], str]] = ()
+        mirrored: Sequence[HeaderParam] = ()
         if request.method == TOOLS_CALL and isinstance(params, dict):
             name = params.get("name")
             if isinstance(name, str):
@@ -86,22 +87,18 @@ class HttpBinding:
         self._close()
 
 
-class PostPeer:
+class PostPeer(PeerState):
     """The `mcpline.server.engine.Peer` of one 2026-07-28 POST."""
 
     def __init__(self, app: HttpApp, name: str) -> None:
-        self.name = name
-        self.loop = asyncio.get_running_loop()
-        self.loop_thread = threading.get_ident()
-        self.closing = asyncio.Event()
-        self.scoped: dict[str, Any] = {}
-        self.close_hooks: list[Callable[[Any], Awaitable[None] | None]] = []
-        self.overflow_hooks: list[Callable[[Any], None]] = []
+        super().__init__(name)
         self.exchange: Exchange | None = None
-        self.outbox = sse.Outbox(app.server.options.max_outbound_bytes, self._full, app.outbound)
+        self.outbox = sse.Outbox(
+            app.server.options.max_outbound_bytes, self.run_overflow_hooks, app.outbound
+        )
         self._app = app
 
-    def deliver(self, exchange: Exchange, data: bytes, kind: Kind) -> bool:
+    def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
         return self.outbox.put(data, kind)
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -111,26 +108,12 @@ class PostPeer:
         if exchange.phase in FINAL:
             self.outbox.close()
 
-    def _full(self) -> None:
-        for hook in self.overflow_hooks:
-            hook(self)
-
     async def close(self) -> None:
         """Run the close hooks (an open listen gets its completion result); once."""
         if self.closing.is_set():
             return
         self.closing.set()
-        await run_hooks(self.close_hooks, self)
-
-
-async def run_hooks(hooks: list[Callable[[Any], Awaitable[None] | None]], peer: Any) -> None:
-    for hook in hooks:
-        try:
-            result = hook(peer)
-            if result is not None:
-                await result
-        except Exception:
-            log.exception("close hook failed")
+        await self.run_close_hooks()
 
 
 async def serve(
@@ -201,6 +184,5 @@ __all__ = [
     "HttpBinding",
     "WATCH_AFTER",
     "PostPeer",
-    "run_hooks",
     "serve",
 ]

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from ...addresses import canonical_host, is_loopback
 from ...protocol.state import STATE_KEY_ENV, env_key_problem
 from ...server.scale.attach import Scalable
+from ..table import BaseTransport
 
 if TYPE_CHECKING:
     from ...server._options import ServerOptions
@@ -318,6 +319,120 @@ def serve_url(server: HttpServed, url: str, **options: Any) -> None:
         raise SystemExit(2) from None
 
 
+class HttpTransport(BaseTransport["HttpServed"]):
+    """The ``http`` row of `mcpline.transports.table`: `serve_url`, and for ``mcpline run``
+    `serve_workers` when ``--workers`` is above 1, ``--auth`` (else ``$MCPLINE_AUTH``) as
+    `auth_options`, and the shorthand ``--http HOST:PORT``."""
+
+    def serve(self, server: HttpServed, address: str, **options: Any) -> None:
+        if options.pop("workers", 1) != 1:
+            raise ValueError("several workers import a server file: mcpline run FILE --workers N")
+        serve_url(server, address, **options)
+
+    def options(self, given: dict[str, Any], address: str) -> dict[str, Any]:
+        options = dict(given)
+        workers = options.setdefault("workers", 1)
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
+        if "idle_timeout" in options and not options["idle_timeout"] > 0:
+            raise ValueError("--idle-timeout must be positive")
+        from ...server.auth.config import AUTH_ENV
+
+        spec = options.pop("auth", None) or os.environ.get(AUTH_ENV)
+        if spec:
+            try:
+                host, port, path = parse_url(address)
+            except HttpError as exc:
+                raise ValueError(str(exc)) from None
+            options.update(auth_options(spec, host, port, workers))
+        options.update(proxy_options(options.pop("oauth_proxy", None), address, workers, spec))
+        return options
+
+    def serve_file(
+        self, target: str, address: str, load: Callable[[str], HttpServed], **options: Any
+    ) -> None:
+        # As on stdio, stdout carries nothing but what the server is for (here: nothing):
+        # print() and banners of the file, imported next, land on stderr with the logs.
+        sys.stdout.flush()
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+        workers = options.pop("workers", 1)
+        if workers == 1:
+            self.serve(load(target), address, **options)
+            return
+        try:
+            host, port, path = parse_url(address)
+            serve_workers(
+                target,
+                host,
+                port,
+                workers,
+                load=load,
+                factory=load_worker_app,
+                path=path,
+                **options,
+            )
+        except HttpError as exc:
+            print(f"mcpline: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
+
+    def shorthand(self, value: str) -> str:
+        try:
+            host, port = parse_bind(value)
+        except HttpError as exc:
+            raise ValueError(str(exc)) from None
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/mcp"
+
+
+HTTP = HttpTransport()
+
+
+def auth_options(spec: str, host: str, port: int, workers: int) -> dict[str, Any]:
+    """``verify_token`` and ``resource_metadata`` of ``--auth SPEC`` (workers get only the
+    metadata here, and build the verifier from ``$MCPLINE_AUTH``); `ValueError` if bad."""
+    from ...server.auth.config import AUTH_ENV, AuthConfig
+
+    name = f"[{host}]" if ":" in host else host
+    default = f"http://{name}:{port}/mcp" if port else None
+    try:
+        config = AuthConfig.parse(spec, default_audience=default, env=os.environ)
+    except ValueError as exc:
+        raise ValueError(f"--auth: {exc}") from None
+    if workers > 1:
+        audience = config.values["audience"]
+        os.environ[AUTH_ENV] = spec if "audience=" in spec else f"{spec},audience={audience}"
+        return {"resource_metadata": config.metadata()}
+    return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
+
+
+def proxy_options(spec: str | None, address: str, workers: int, auth: str | None) -> dict[str, Any]:
+    """``oauth_proxy`` of ``--oauth-proxy SPEC`` (else ``$MCPLINE_OAUTH_PROXY``); `ValueError`
+    if bad, with ``--auth`` or with several workers (its sign-ins live in one process)."""
+    from ...server.auth.proxy_config import PROXY_ENV
+
+    spec = spec or os.environ.get(PROXY_ENV)
+    if not spec:
+        return {}
+    if auth:
+        raise ValueError(
+            "--oauth-proxy and --auth exclude each other (the proxy verifies its own tokens)"
+        )
+    if workers > 1:
+        raise ValueError("--oauth-proxy keeps its sign-ins in one process: it needs --workers 1")
+    from ...server.auth.proxy_config import app_options
+
+    try:
+        host, port, _ = parse_url(address)
+    except HttpError as exc:
+        raise ValueError(str(exc)) from None
+    name = f"[{host}]" if ":" in host else host
+    try:
+        return app_options(spec, default_issuer=f"http://{name}:{port}", env=os.environ)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"--oauth-proxy: {exc}") from None
+
+
 def serve_workers(
     target: str,
     host: str,
@@ -420,7 +535,22 @@ def worker_app(server: HttpServed, **extra: Any) -> HttpApp:
     return app
 
 
+def load_worker_app() -> HttpApp:
+    """The app of one worker process of ``mcpline run FILE --http --workers N`` (uvicorn's
+    app factory, given to `serve_workers`): the file named by ``$MCPLINE_HTTP_TARGET``
+    imported again, verifying tokens as ``$MCPLINE_AUTH`` says."""
+    from ...server.auth.config import AUTH_ENV, app_options
+    from ...server.loading import load_server
+    from ..stdio import configure_logging
+
+    configure_logging()
+    spec = os.environ.get(AUTH_ENV)
+    extra = app_options(spec, env=os.environ) if spec else {}
+    return worker_app(load_server(os.environ[TARGET_ENV]), **extra)
+
+
 __all__ = [
+    "auth_options",
     "bind",
     "Connections",
     "DEFAULT_HEADER_TIMEOUT",
@@ -429,8 +559,11 @@ __all__ = [
     "end_streams_on_signals",
     "exposure_warning",
     "freeze_heap",
+    "HTTP",
     "HttpError",
     "HttpServed",
+    "HttpTransport",
+    "load_worker_app",
     "OPTIONS_ENV",
     "parse_bind",
     "parse_url",
