@@ -2,17 +2,19 @@
 those four share.
 
 `UserFunction` knows where the function takes its `Context` and how to call it: an
-``async def`` on the event loop, a plain ``def`` on a worker thread (never on the loop), and
-an awaitable that a plain function returns is awaited too.
+``async def`` on the event loop; a plain ``def`` on a worker thread until it has shown itself
+short, then on the loop (see `UserFunction`); an awaitable that a plain function returns is
+awaited too.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 import types
 import typing
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 from .context import Context
@@ -23,6 +25,14 @@ RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 _PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
 """Return types that are never awaitable (checked before the slower `inspect.isawaitable`)."""
+
+INLINE_BUDGET = 0.0005
+"""Seconds a plain function may take per call and still run on the event loop."""
+PROVE_CALLS = 32
+"""Calls in a row on a worker thread, each within `INLINE_BUDGET`, before a plain function
+runs on the event loop."""
+
+log = logging.getLogger("mcpline.server")
 
 
 def wants_context(hint: Any) -> bool:
@@ -52,20 +62,48 @@ def find_context_param(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class UserFunction:
-    """How to call one user function."""
+    """How to call one user function.
 
-    fn: Callable[..., Any]
-    context_param: str | None
-    is_async: bool
+    A plain ``def`` (that does not take the `Context`) is timed while it runs on a worker
+    thread: after `PROVE_CALLS` calls in a row within `INLINE_BUDGET` each, it runs inline on
+    the event loop, saving two thread switches per call. An inline call that overruns the
+    budget sends the function back to the worker threads for good, so a function that
+    blocks stalls the loop at most once. ``inline`` pins the choice: True runs every call on
+    the loop, False every call on a worker thread.
+    """
+
+    __slots__ = ("fn", "context_param", "is_async", "inline", "pinned", "_streak")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        context_param: str | None,
+        is_async: bool,
+        inline: bool | None = None,
+    ) -> None:
+        self.fn = fn
+        self.context_param = context_param
+        self.is_async = is_async
+        self.pinned = inline is not None or context_param is not None
+        """Whether the thread choice is fixed (given, or a function taking the `Context`,
+        which may wait on the loop, always gets a thread)."""
+        self.inline = bool(inline)
+        """Whether calls of a plain function run on the event loop."""
+        self._streak = 0
 
     @classmethod
-    def of(cls, fn: Callable[..., Any], context_param: str | None = None) -> UserFunction:
+    def of(
+        cls,
+        fn: Callable[..., Any],
+        context_param: str | None = None,
+        *,
+        inline: bool | None = None,
+    ) -> UserFunction:
         """``context_param`` when the caller already knows it (from a `Signature`), else
         found from the annotations."""
         param = context_param if context_param is not None else find_context_param(fn)
-        return cls(fn, param, inspect.iscoroutinefunction(fn))
+        return cls(fn, param, inspect.iscoroutinefunction(fn), inline)
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
@@ -79,8 +117,12 @@ class UserFunction:
         try:
             if self.is_async:
                 value = await fn(**kwargs)
-            else:
+            elif self.inline:
+                value = fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+            elif self.pinned:
                 value = await run_sync(lambda: fn(**kwargs))
+            else:
+                value = await self._timed_on_thread(kwargs, run_sync)
             if type(value) not in _PLAIN_VALUES:
                 if inspect.isawaitable(value):
                     value = await value
@@ -90,6 +132,43 @@ class UserFunction:
             ir.state = ctx.carry(ir.state)
             raise
         return value
+
+    def _timed_inline(self, kwargs: dict[str, Any]) -> Any:
+        start = perf_counter()
+        try:
+            return self.fn(**kwargs)
+        finally:
+            took = perf_counter() - start
+            if took > INLINE_BUDGET:
+                self.inline = False
+                self.pinned = True
+                log.info(
+                    "%s took %.1f ms on the event loop: it runs on worker threads from now on",
+                    getattr(self.fn, "__qualname__", self.fn),
+                    took * 1000,
+                )
+
+    async def _timed_on_thread(self, kwargs: dict[str, Any], run_sync: RunSync) -> Any:
+        fn = self.fn
+        took = INLINE_BUDGET * 2  # unless the worker says otherwise
+
+        def timed() -> Any:
+            nonlocal took
+            start = perf_counter()
+            try:
+                return fn(**kwargs)
+            finally:
+                took = perf_counter() - start
+
+        try:
+            return await run_sync(timed)
+        finally:
+            if took > INLINE_BUDGET:
+                self._streak = 0
+            else:
+                self._streak += 1
+                if self._streak >= PROVE_CALLS and not self.pinned:
+                    self.inline = True
 
 
 def definition(

@@ -197,6 +197,7 @@ class Server:
         strict: bool | None = None,
         task: bool | str | None = None,
         scopes: Iterable[str] | None = None,
+        inline: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -215,6 +216,7 @@ class Server:
         strict: bool | None = None,
         task: bool | str | None = None,
         scopes: Iterable[str] | None = None,
+        inline: bool | None = None,
     ) -> F | Callable[[F], F]:
         """Decorator: register a function as a tool (``@server.tool`` or ``@server.tool(...)``).
 
@@ -230,6 +232,9 @@ class Server:
         sessions still get a normal call). See `mcpline.server.tasks`.
         ``scopes``: the OAuth scopes a caller's verified token must hold (HTTP 403
         ``insufficient_scope`` otherwise; see `mcpline.server.scopes`).
+        ``inline``: where a plain ``def`` runs; by default on worker threads until its calls
+        prove short, then on the event loop (True: always the loop, False: always a thread;
+        see docs/tools.md).
         """
         if callable(name):
             self.add_tool(name)
@@ -251,6 +256,7 @@ class Server:
                 strict=strict,
                 task=task,
                 scopes=scopes,
+                inline=inline,
             )
             return fn
 

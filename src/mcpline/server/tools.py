@@ -210,12 +210,14 @@ def make_tool(
     icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
     strict: bool = False,
+    inline: bool | None = None,
 ) -> Tool:
     """Build a `Tool` from a function; raises `ValueError` for anything a client would reject.
 
     ``strict`` turns off the reading of strings as the numbers, booleans, arrays or objects
     they spell (``"5"`` for an integer), which is otherwise applied to arguments that break
-    ``inputSchema``."""
+    ``inputSchema``. ``inline`` pins where a plain ``def`` runs (see `UserFunction`): True on
+    the event loop, False on a worker thread; None decides by timing its calls."""
     tool_name = name or fn.__name__
     check_name(tool_name)
     summary, arg_docs = _schema.split_docstring(inspect.getdoc(fn))
@@ -225,11 +227,11 @@ def make_tool(
     signature: _schema.Signature | None = None
     if input_schema is None:
         signature = _schema.Signature(fn, name=tool_name, skip=wants_context, arg_docs=arg_docs)
-        body = UserFunction.of(fn, signature.context_param)
+        body = UserFunction.of(fn, signature.context_param, inline=inline)
         schema = signature.schema
     else:
         schema = input_schema
-        body = UserFunction.of(fn)
+        body = UserFunction.of(fn, inline=inline)
     _schema.check_tool_input_schema(schema)
     headers = header_params(schema, tool_name)
     validator = _schema.Validator(schema)

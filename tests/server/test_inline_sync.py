@@ -1,0 +1,149 @@
+"""Where a plain ``def`` tool runs: worker threads until its calls prove short, then the event
+loop; back to the threads for good after one overrun; ``inline=`` pins the choice."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from mcpline import Client, Context, Server, ToolError
+from mcpline.server import _userfn
+
+LOOP = "MainThread"  # asyncio.run's loop runs here; sync calls off the loop run on workers
+
+
+def thread_server() -> Server:
+    server = Server("inline")
+
+    @server.tool()
+    def where(slow: bool = False) -> str:
+        """The name of the thread the call ran on (after 0.2 s when slow)."""
+        if slow:
+            time.sleep(0.2)
+        return threading.current_thread().name
+
+    @server.tool(inline=True)
+    def pinned_loop() -> str:
+        """Always on the loop."""
+        return threading.current_thread().name
+
+    @server.tool(inline=False)
+    def pinned_thread() -> str:
+        """Always on a worker thread."""
+        return threading.current_thread().name
+
+    @server.tool()
+    def with_context(ctx: Context) -> str:
+        """Takes the context: it may wait on the loop, so it never runs there."""
+        return threading.current_thread().name
+
+    @server.tool()
+    def refuse() -> str:
+        """Fails at once, every time."""
+        if threading.current_thread().name == LOOP:
+            raise ToolError("refused on the loop")
+        raise ToolError("refused on a thread")
+
+    return server
+
+
+def drive(server: Server, body: Callable[[Client], Any]) -> Any:
+    async def main() -> Any:
+        async with Client.memory(server, timeout=30) as client:
+            return await body(client)
+
+    return asyncio.run(main())
+
+
+async def text(client: Client, name: str, arguments: dict[str, Any] | None = None) -> str:
+    result = await client.call_tool(name, arguments or {})
+    value = result["content"][0]["text"]
+    assert isinstance(value, str)
+    return value
+
+
+async def until_on_loop(client: Client, name: str) -> list[str]:
+    """Call ``name`` until a call runs on the loop (at most 50 proving runs' worth)."""
+    seen: list[str] = []
+    for _ in range(50 * _userfn.PROVE_CALLS):
+        seen.append(await text(client, name))
+        if seen[-1] == LOOP or seen[-1] == "refused on the loop":
+            return seen
+    raise AssertionError(f"{name} never moved to the loop: {seen[-5:]}")
+
+
+@pytest.fixture
+def generous_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A busy machine may pause a thread for a few ms: 50 ms keeps the tests' fast calls fast.
+    monkeypatch.setattr(_userfn, "INLINE_BUDGET", 0.05)
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_a_short_sync_tool_runs_on_threads_first_then_on_the_loop() -> None:
+    async def body(client: Client) -> list[str]:
+        return await until_on_loop(client, "where")
+
+    seen = drive(thread_server(), body)
+    assert len(seen) > _userfn.PROVE_CALLS  # a first call cannot be known short
+    assert all(name.startswith("mcpline-sync") for name in seen[: _userfn.PROVE_CALLS])
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_one_overrun_on_the_loop_sends_the_tool_back_to_threads_for_good() -> None:
+    async def body(client: Client) -> tuple[str, float, list[str]]:
+        await until_on_loop(client, "where")
+        # The slow call runs on the loop (the one stall): a probe sent meanwhile waits for it.
+        slow = asyncio.ensure_future(text(client, "where", {"slow": True}))
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        await client.request("server/discover")
+        probe_wait = time.monotonic() - started
+        stalled_on = await slow
+        after = [await text(client, "where") for _ in range(3 * _userfn.PROVE_CALLS)]
+        # Slow again, now on a thread: the loop answers a probe while it sleeps.
+        slow = asyncio.ensure_future(text(client, "where", {"slow": True}))
+        await client.request("server/discover")
+        assert not slow.done()
+        after.append(await slow)
+        return stalled_on, probe_wait, after
+
+    stalled_on, probe_wait, after = drive(thread_server(), body)
+    assert stalled_on == LOOP
+    assert probe_wait >= 0.1, probe_wait
+    assert all(name.startswith("mcpline-sync") for name in after), after
+
+
+def test_inline_pins_where_a_tool_runs() -> None:
+    async def body(client: Client) -> tuple[list[str], list[str]]:
+        loop = [await text(client, "pinned_loop") for _ in range(3)]
+        threads = [await text(client, "pinned_thread") for _ in range(3 * _userfn.PROVE_CALLS)]
+        return loop, threads
+
+    loop, threads = drive(thread_server(), body)
+    assert loop == [LOOP] * 3
+    assert all(name.startswith("mcpline-sync") for name in threads)
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_a_tool_taking_the_context_stays_on_threads() -> None:
+    async def body(client: Client) -> list[str]:
+        return [await text(client, "with_context") for _ in range(3 * _userfn.PROVE_CALLS)]
+
+    assert all(name.startswith("mcpline-sync") for name in drive(thread_server(), body))
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_a_tool_that_fails_fast_proves_short_too_and_still_fails_as_a_tool_error() -> None:
+    async def body(client: Client) -> tuple[list[str], dict[str, Any]]:
+        seen = await until_on_loop(client, "refuse")
+        return seen, await client.call_tool("refuse", {})
+
+    seen, last = drive(thread_server(), body)
+    assert seen[0] == "refused on a thread"
+    assert last["isError"] is True
+    assert last["content"][0]["text"] == "refused on the loop"
