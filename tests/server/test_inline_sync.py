@@ -4,6 +4,9 @@ loop; back to the threads for good after one overrun; ``inline=`` pins the choic
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,7 +15,10 @@ from typing import Any
 import pytest
 
 from mcpline import Client, Context, Server, ToolError
+from mcpline.protocol.meta import modern_meta
 from mcpline.server import _userfn
+from mcpline.server.connection import Connection
+from mcpline.spec import MODERN
 
 LOOP = "MainThread"  # asyncio.run's loop runs here; sync calls off the loop run on workers
 
@@ -72,7 +78,7 @@ async def until_on_loop(client: Client, name: str) -> list[str]:
     seen: list[str] = []
     for _ in range(50 * _userfn.PROVE_CALLS):
         seen.append(await text(client, name))
-        if seen[-1] == LOOP or seen[-1] == "refused on the loop":
+        if seen[-1].startswith(LOOP) or seen[-1] == "refused on the loop":
             return seen
     raise AssertionError(f"{name} never moved to the loop: {seen[-5:]}")
 
@@ -147,3 +153,71 @@ def test_a_tool_that_fails_fast_proves_short_too_and_still_fails_as_a_tool_error
     assert seen[0] == "refused on a thread"
     assert last["isError"] is True
     assert last["content"][0]["text"] == "refused on the loop"
+
+
+MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark")
+
+
+def task_server() -> Server:
+    server = Server("inline-tasks")
+
+    @server.tool()
+    def mark() -> str:
+        """Sets a context variable; says where it ran and what the variable held before."""
+        before = MARK.get("unset")
+        MARK.set("set")
+        return f"{threading.current_thread().name} {before}"
+
+    async def in_a_task(caller: asyncio.Task[Any] | None) -> str:
+        own = asyncio.current_task()
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(5):  # needs the current task
+                await asyncio.sleep(0)
+        return f"{threading.current_thread().name} {own is not None and own is not caller}"
+
+    @server.tool()
+    def later() -> Any:
+        """Returns an awaitable, which runs on the loop in a task of its own."""
+        try:
+            caller = asyncio.current_task()
+        except RuntimeError:  # on a worker thread
+            caller = None
+        return in_a_task(caller)
+
+    return server
+
+
+def feed(server: Server, name: str, calls: int) -> list[str]:
+    """``calls`` calls of ``name``, one at a time, fed to a real `Connection` from this one
+    task (and so from one context, as a stdio reader feeds it)."""
+    meta = modern_meta(MODERN, {})
+
+    async def main() -> list[str]:
+        out: list[bytes] = []
+        async with server.runtime.services.running():
+            conn = Connection(server, out.append)
+            for i in range(calls):
+                msg = {"name": name, "arguments": {}, "_meta": meta}
+                line = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": msg}
+                conn.data_received(json.dumps(line).encode() + b"\n")
+                while conn.inflight:
+                    await asyncio.sleep(0.001)
+            await conn.close()
+        return [json.loads(o)["result"]["content"][0]["text"] for o in out]
+
+    return asyncio.run(main())
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_a_call_on_the_loop_sets_context_variables_for_itself_only() -> None:
+    seen = feed(task_server(), "mark", 5 * _userfn.PROVE_CALLS)
+    on_loop = [s for s in seen if s.startswith(LOOP)]
+    assert len(on_loop) >= 5, seen
+    assert on_loop == [f"{LOOP} unset"] * len(on_loop)
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_an_awaitable_a_sync_tool_returns_on_the_loop_runs_in_a_task_of_its_own() -> None:
+    seen = feed(task_server(), "later", 5 * _userfn.PROVE_CALLS)
+    assert len([s for s in seen if s.startswith(LOOP)]) >= 5, seen
+    assert set(seen) == {f"{LOOP} True"}

@@ -9,6 +9,7 @@ awaited too.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import types
@@ -88,7 +89,7 @@ class UserFunction:
         self.pinned = inline is not None or context_param is not None
         """Whether the thread choice is fixed (given, or a function taking the `Context`,
         which may wait on the loop, always gets a thread)."""
-        self.inline = bool(inline)
+        self.inline = bool(inline) and not is_async
         """Whether calls of a plain function run on the event loop."""
         self._streak = 0
 
@@ -125,6 +126,8 @@ class UserFunction:
                 value = await self._timed_on_thread(kwargs, run_sync)
             if type(value) not in _PLAIN_VALUES:
                 if inspect.isawaitable(value):
+                    if ctx.exchange.task is None:  # in the engine's eager step: take a task
+                        await asyncio.sleep(0)
                     value = await value
                 if isinstance(value, InputRequired):
                     value.state = ctx.carry(value.state)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
+import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import wire_error
@@ -129,7 +132,7 @@ class Binding(Protocol):
 class Exchange:
     """One request and everything written for it: the engine's per-request record."""
 
-    __slots__ = ("request", "id", "method", "peer", "phase", "ctx", "task", "binding")
+    __slots__ = ("request", "id", "method", "peer", "phase", "ctx", "task", "binding", "eager")
 
     def __init__(self, request: Request, peer: Peer, binding: Binding | None = None) -> None:
         self.request = request
@@ -141,6 +144,9 @@ class Exchange:
         self.task: asyncio.Task[None] | None = None
         self.binding = binding
         """The transport's own view of the request (None on stdio and sockets)."""
+        self.eager = False
+        """Set by the era that routes it: the handler runs no code of the user's that may
+        need a task of its own (see `Engine.start`)."""
 
     @property
     def open(self) -> bool:
@@ -205,6 +211,33 @@ class Exchange:
         return self.phase is phase
 
 
+EAGER = sys.version_info >= (3, 11)
+"""Whether eager exchanges run their first step in `Engine.start` (a task's ``context``
+argument is needed, new in Python 3.11)."""
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
+    """Go on with ``coro``, which already ran up to yielding ``yielded``, as ``yield from``
+    would: what a task sends or throws in goes to ``coro``."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
+
+
 MAX_PENDING_CHANGES = 65_536
 """Distinct changes that may wait for one event loop; past it, new ones are dropped (logged)."""
 
@@ -253,7 +286,10 @@ class Engine:
         return routed
 
     def start(self, exchange: Exchange) -> None:
-        """Route ``exchange`` and run it; a request refused at once is answered at once."""
+        """Route ``exchange`` and run it; a request refused at once is answered at once.
+
+        It runs as a task; an eager one (`Exchange.eager`) first runs here, up to where it
+        first waits, and gets a task only if it does."""
         req = exchange.request
         try:
             ctx, awaitable, long_lived = self.route(exchange)
@@ -263,7 +299,22 @@ class Engine:
             return
         exchange.ctx = ctx
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
-        exchange.task = exchange.peer.loop.create_task(self._run(exchange, awaitable))
+        coro = self._run(exchange, awaitable)
+        loop = exchange.peer.loop
+        if not (exchange.eager and EAGER):
+            exchange.task = loop.create_task(coro)
+            return
+        # Run it here up to its first suspension, in a context of its own: most such
+        # requests end there, and never cost a task and a loop pass.
+        context = contextvars.copy_context()
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return
+        task = loop.create_task(_resume(coro, yielded), context=context)  # type: ignore[call-arg,unused-ignore]
+        exchange.task = task
+        if not exchange.open:  # cancelled during the first step
+            task.cancel()
 
     async def _run(self, exchange: Exchange, awaitable: Awaitable[dict[str, Any]]) -> None:
         try:

@@ -93,6 +93,7 @@ class ModernEra:
         method = d.modern_method(req.method)
         ctx = Context(exchange, meta, d)
         params = req.params if type(req.params) is dict else {}
+        exchange.eager = d.eager(method, params)
         return ctx, d.call(method, ctx, params), method.long_lived
 
     def on_notification(self, peer: Peer, note: Notification) -> bool:
