@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcpline import Client, Context, Server, ToolError
+from mcpline import Client, Context, Server, Task, ToolError
 from mcpline.protocol.meta import modern_meta
 from mcpline.server import _userfn
 from mcpline.server.connection import Connection
@@ -184,6 +184,15 @@ def task_server() -> Server:
             caller = None
         return in_a_task(caller)
 
+    @server.tool()
+    def handle() -> Any:
+        """Answers with a task handle; a plain call gets its work's value."""
+        try:
+            caller = asyncio.current_task()
+        except RuntimeError:  # on a worker thread
+            caller = None
+        return Task(in_a_task(caller))
+
     return server
 
 
@@ -220,4 +229,10 @@ def test_a_call_on_the_loop_sets_context_variables_for_itself_only() -> None:
 def test_an_awaitable_a_sync_tool_returns_on_the_loop_runs_in_a_task_of_its_own() -> None:
     seen = feed(task_server(), "later", 5 * _userfn.PROVE_CALLS)
     assert len([s for s in seen if s.startswith(LOOP)]) >= 5, seen
+    assert set(seen) == {f"{LOOP} True"}
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_the_work_of_a_task_handle_a_sync_tool_returns_on_the_loop_runs_in_a_task() -> None:
+    seen = feed(task_server(), "handle", 5 * _userfn.PROVE_CALLS)
     assert set(seen) == {f"{LOOP} True"}

@@ -335,6 +335,7 @@ class Dispatcher:
         try:
             return await invoke(tool, arguments, ctx, self.services.submit)
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
+            await ctx.exchange.own_task()
             if _takes_tasks(ctx):
                 return await self.tasks.adopt(tool, handle, ctx)
             from ._task_handle import Task, shaped

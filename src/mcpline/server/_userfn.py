@@ -9,7 +9,6 @@ awaited too.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import types
@@ -126,8 +125,7 @@ class UserFunction:
                 value = await self._timed_on_thread(kwargs, run_sync)
             if type(value) not in _PLAIN_VALUES:
                 if inspect.isawaitable(value):
-                    if ctx.exchange.task is None:  # in the engine's eager step: take a task
-                        await asyncio.sleep(0)
+                    await ctx.exchange.own_task()
                     value = await value
                 if isinstance(value, InputRequired):
                     value.state = ctx.carry(value.state)

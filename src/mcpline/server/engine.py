@@ -193,6 +193,13 @@ class Exchange:
             self.task.cancel()
         return True
 
+    async def own_task(self) -> None:
+        """Make sure what follows runs in a task of its own: during an eager exchange's first
+        step (`Engine.start`) there is none yet, and ``asyncio.current_task`` and timeouts
+        need one; one loop pass gets it."""
+        if self.task is None:
+            await asyncio.sleep(0)
+
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
         """While the handler awaits the peer it holds no in-flight slot, so reading goes on
