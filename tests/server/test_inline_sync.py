@@ -236,3 +236,29 @@ def test_an_awaitable_a_sync_tool_returns_on_the_loop_runs_in_a_task_of_its_own(
 def test_the_work_of_a_task_handle_a_sync_tool_returns_on_the_loop_runs_in_a_task() -> None:
     seen = feed(task_server(), "handle", 5 * _userfn.PROVE_CALLS)
     assert set(seen) == {f"{LOOP} True"}
+
+
+per_thread_counts = pytest.mark.skipif(
+    sys.platform != "linux", reason="voluntary context switches per thread: Linux only"
+)
+
+
+def test_a_call_that_waits_or_computes_past_the_budget_overran() -> None:
+    before = _userfn.thread_usage()
+    time.sleep(0.01)
+    assert _userfn.overran(before)
+    before = _userfn.thread_usage()
+    while time.thread_time() - before[1] < 0.01:
+        pass
+    assert _userfn.overran(before)
+    assert not _userfn.overran(_userfn.thread_usage())
+
+
+@per_thread_counts
+def test_time_off_the_cpu_without_waiting_or_in_the_collector_is_not_an_overrun() -> None:
+    wall, cpu, collecting, waits = _userfn.thread_usage()
+    # A second of wall time in which this thread neither ran nor waited: it was preempted.
+    assert not _userfn.overran((wall - 1.0, cpu, collecting, waits))
+    # A second, nearly all of it CPU time in the garbage collector.
+    assert not _userfn.overran((wall - 1.0, cpu - 0.9, collecting - 1.0, waits))
+    assert _userfn.overran((wall - 1.0, cpu - 0.9, collecting, waits))

@@ -9,12 +9,13 @@ awaited too.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import types
 import typing
 from collections.abc import Awaitable, Callable
-from time import perf_counter
+from time import perf_counter, thread_time
 from typing import Any
 
 from .context import Context
@@ -33,6 +34,54 @@ PROVE_CALLS = 32
 runs on the event loop."""
 
 log = logging.getLogger("mcpline.server")
+
+try:
+    import resource
+
+    _THREAD: int | None = resource.RUSAGE_THREAD
+except (ImportError, AttributeError):  # no per-thread counts (not Linux): wall time judges
+    _THREAD = None
+
+
+class _Collections:
+    """Time spent in the cyclic garbage collector, which a call that happens to trigger it
+    is not to blame for (`gc.callbacks`)."""
+
+    total = 0.0
+    started = 0.0
+
+    @classmethod
+    def note(cls, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            cls.started = perf_counter()
+        else:
+            cls.total += perf_counter() - cls.started
+
+
+gc.callbacks.append(_Collections.note)
+
+Usage = tuple[float, float, float, int]
+
+
+def thread_usage() -> Usage:
+    """Where this thread stands: wall time, its CPU time, the collector's time, and its
+    voluntary context switches so far (0 where unknown)."""
+    waits = 0 if _THREAD is None else resource.getrusage(_THREAD).ru_nvcsw
+    return perf_counter(), thread_time(), _Collections.total, waits
+
+
+def overran(before: Usage) -> bool:
+    """Whether a call that began at ``before`` (`thread_usage`) went past `INLINE_BUDGET` of
+    its own doing: it waited (a voluntary context switch: sleep, I/O, a lock) or computed
+    that long. A thread only kept off the CPU meanwhile (a busy machine), or collecting
+    garbage, did not."""
+    wall, cpu, collecting, waits = before
+    collected = _Collections.total - collecting
+    if perf_counter() - wall - collected <= INLINE_BUDGET:
+        return False
+    if _THREAD is None or thread_time() - cpu - collected > INLINE_BUDGET:
+        return True
+    return resource.getrusage(_THREAD).ru_nvcsw > waits
 
 
 def wants_context(hint: Any) -> bool:
@@ -68,8 +117,9 @@ class UserFunction:
     A plain ``def`` (that does not take the `Context`) is timed while it runs on a worker
     thread: after `PROVE_CALLS` calls in a row within `INLINE_BUDGET` each, it runs inline on
     the event loop, saving two thread switches per call. An inline call that overruns the
-    budget sends the function back to the worker threads for good, so a function that
-    blocks stalls the loop at most once. ``inline`` pins the choice: True runs every call on
+    budget (`overran`: by waiting or computing, not by being preempted) sends the function
+    back to the worker threads for good, so a function that blocks stalls the loop at most
+    once. ``inline`` pins the choice: True runs every call on
     the loop, False every call on a worker thread.
     """
 
@@ -135,36 +185,35 @@ class UserFunction:
         return value
 
     def _timed_inline(self, kwargs: dict[str, Any]) -> Any:
-        start = perf_counter()
+        before = thread_usage()
         try:
             return self.fn(**kwargs)
         finally:
-            took = perf_counter() - start
-            if took > INLINE_BUDGET:
+            if overran(before):
                 self.inline = False
                 self.pinned = True
                 log.info(
                     "%s took %.1f ms on the event loop: it runs on worker threads from now on",
                     getattr(self.fn, "__qualname__", self.fn),
-                    took * 1000,
+                    (perf_counter() - before[0]) * 1000,
                 )
 
     async def _timed_on_thread(self, kwargs: dict[str, Any], run_sync: RunSync) -> Any:
         fn = self.fn
-        took = INLINE_BUDGET * 2  # unless the worker says otherwise
+        short = False  # unless the worker says otherwise
 
         def timed() -> Any:
-            nonlocal took
-            start = perf_counter()
+            nonlocal short
+            before = thread_usage()
             try:
                 return fn(**kwargs)
             finally:
-                took = perf_counter() - start
+                short = not overran(before)
 
         try:
             return await run_sync(timed)
         finally:
-            if took > INLINE_BUDGET:
+            if not short:
                 self._streak = 0
             else:
                 self._streak += 1
