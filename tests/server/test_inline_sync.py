@@ -262,3 +262,36 @@ def test_time_off_the_cpu_without_waiting_or_in_the_collector_is_not_an_overrun(
     # A second, nearly all of it CPU time in the garbage collector.
     assert not _userfn.overran((wall - 1.0, cpu - 0.9, collecting - 1.0, waits))
     assert _userfn.overran((wall - 1.0, cpu - 0.9, collecting, waits))
+
+
+@pytest.mark.usefixtures("generous_budget")
+def test_replies_given_while_a_chunk_is_read_leave_in_one_write_in_order() -> None:
+    server = thread_server()
+    meta = modern_meta(MODERN, {})
+
+    def call(i: int) -> bytes:
+        msg = {"name": "where", "arguments": {}, "_meta": meta}
+        line = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": msg}
+        return json.dumps(line).encode() + b"\n"
+
+    async def main() -> list[bytes]:
+        out: list[bytes] = []
+        async with server.runtime.services.running():
+            conn = Connection(server, out.append)
+            for i in range(50 * _userfn.PROVE_CALLS):
+                conn.data_received(call(i))
+                while conn.inflight:
+                    await asyncio.sleep(0.001)
+                if LOOP in json.loads(out[-1])["result"]["content"][0]["text"]:
+                    break
+            out.clear()
+            conn.data_received(b"".join(call(1000 + i) for i in range(10)))
+            assert not conn.inflight  # all answered while the chunk was read
+            await conn.close()
+        return out
+
+    out = asyncio.run(main())
+    assert len(out) == 1
+    replies = [json.loads(line) for line in out[0].splitlines()]
+    assert [r["id"] for r in replies] == list(range(1000, 1010))
+    assert {r["result"]["content"][0]["text"] for r in replies} == {LOOP}
