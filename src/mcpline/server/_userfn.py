@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import inspect
 import logging
+import sys
 import types
 import typing
 from collections.abc import Awaitable, Callable
@@ -35,12 +36,21 @@ runs on the event loop."""
 
 log = logging.getLogger("mcpline.server")
 
-try:
+if sys.platform == "linux":
     import resource
 
-    _THREAD: int | None = resource.RUSAGE_THREAD
-except (ImportError, AttributeError):  # no per-thread counts (not Linux): wall time judges
-    _THREAD = None
+    COUNTS_WAITS = True
+
+    def _waits() -> int:
+        """This thread's voluntary context switches so far."""
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+
+else:  # no per-thread count of context switches: the wall time alone judges
+    COUNTS_WAITS = False
+
+    def _waits() -> int:
+        """Unknown here: 0."""
+        return 0
 
 
 class _Collections:
@@ -66,8 +76,7 @@ Usage = tuple[float, float, float, int]
 def thread_usage() -> Usage:
     """Where this thread stands: wall time, its CPU time, the collector's time, and its
     voluntary context switches so far (0 where unknown)."""
-    waits = 0 if _THREAD is None else resource.getrusage(_THREAD).ru_nvcsw
-    return perf_counter(), thread_time(), _Collections.total, waits
+    return perf_counter(), thread_time(), _Collections.total, _waits()
 
 
 def overran(before: Usage) -> bool:
@@ -79,9 +88,9 @@ def overran(before: Usage) -> bool:
     collected = _Collections.total - collecting
     if perf_counter() - wall - collected <= INLINE_BUDGET:
         return False
-    if _THREAD is None or thread_time() - cpu - collected > INLINE_BUDGET:
+    if not COUNTS_WAITS or thread_time() - cpu - collected > INLINE_BUDGET:
         return True
-    return resource.getrusage(_THREAD).ru_nvcsw > waits
+    return _waits() > waits
 
 
 def wants_context(hint: Any) -> bool:
