@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import sys
 import threading
@@ -243,6 +244,12 @@ per_thread_counts = pytest.mark.skipif(
 )
 
 
+@pytest.fixture
+def collections_timed() -> None:
+    _userfn.Collector.watch()
+
+
+@pytest.mark.usefixtures("collections_timed")
 def test_a_call_that_waits_or_computes_past_the_budget_overran() -> None:
     before = _userfn.thread_usage()
     time.sleep(0.01)
@@ -255,6 +262,7 @@ def test_a_call_that_waits_or_computes_past_the_budget_overran() -> None:
 
 
 @per_thread_counts
+@pytest.mark.usefixtures("collections_timed")
 def test_time_off_the_cpu_without_waiting_or_in_the_collector_is_not_an_overrun() -> None:
     wall, cpu, collecting, waits = _userfn.thread_usage()
     # A second of wall time in which this thread neither ran nor waited: it was preempted.
@@ -262,6 +270,19 @@ def test_time_off_the_cpu_without_waiting_or_in_the_collector_is_not_an_overrun(
     # A second, nearly all of it CPU time in the garbage collector.
     assert not _userfn.overran((wall - 1.0, cpu - 0.9, collecting - 1.0, waits))
     assert _userfn.overran((wall - 1.0, cpu - 0.9, collecting, waits))
+
+
+@per_thread_counts
+def test_until_a_call_computes_past_the_budget_collections_are_not_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_userfn.Collector, "watching", False)
+    monkeypatch.setattr(gc, "callbacks", [])
+    wall, cpu, collecting, waits = _userfn.thread_usage()
+    computed = (wall - 1.0, cpu - 0.9, collecting, waits)
+    assert not _userfn.overran(computed)  # it may have been the collector: not judged
+    assert gc.callbacks == [_userfn.Collector.note]  # timed from now on
+    assert _userfn.overran(computed)
 
 
 @pytest.mark.usefixtures("generous_budget")

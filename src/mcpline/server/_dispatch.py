@@ -220,11 +220,13 @@ class Dispatcher:
     def eager(self, method: Method, params: dict[str, Any]) -> bool:
         """Whether a modern request may start outside a task (`Exchange.eager`): a call of a
         plain tool that runs on the event loop, once the server is ready."""
-        if method is not self.methods.get(TOOLS_CALL) or not self.services.ready:
+        if method is not self.methods.get(TOOLS_CALL):
             return False
         name = params.get("name")
         tool = self.registry.tools.get(name) if type(name) is str else None
-        return tool is not None and tool.body.inline and name not in self.registry.task_tools
+        if tool is None or not tool.body.inline:
+            return False
+        return name not in self.registry.task_tools and self.services.ready
 
     async def call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         """Run ``method`` for a modern request (after the lifespan hook) and finish its result."""

@@ -53,12 +53,20 @@ else:  # no per-thread count of context switches: the wall time alone judges
         return 0
 
 
-class _Collections:
-    """Time spent in the cyclic garbage collector, which a call that happens to trigger it
-    is not to blame for (`gc.callbacks`)."""
+class Collector:
+    """Time the cyclic garbage collector took, which a call that happens to trigger it is
+    not to blame for. Timed (`gc.callbacks`) once a call's CPU time first overran: no
+    server pays for it before."""
 
     total = 0.0
     started = 0.0
+    watching = False
+
+    @classmethod
+    def watch(cls) -> None:
+        cls.watching = True
+        if cls.note not in gc.callbacks:
+            gc.callbacks.append(cls.note)
 
     @classmethod
     def note(cls, phase: str, info: dict[str, int]) -> None:
@@ -68,29 +76,33 @@ class _Collections:
             cls.total += perf_counter() - cls.started
 
 
-gc.callbacks.append(_Collections.note)
-
 Usage = tuple[float, float, float, int]
 
 
 def thread_usage() -> Usage:
     """Where this thread stands: wall time, its CPU time, the collector's time, and its
     voluntary context switches so far (0 where unknown)."""
-    return perf_counter(), thread_time(), _Collections.total, _waits()
+    return perf_counter(), thread_time(), Collector.total, _waits()
 
 
 def overran(before: Usage) -> bool:
     """Whether a call that began at ``before`` (`thread_usage`) went past `INLINE_BUDGET` of
     its own doing: it waited (a voluntary context switch: sleep, I/O, a lock) or computed
     that long. A thread only kept off the CPU meanwhile (a busy machine), or collecting
-    garbage, did not."""
+    garbage, did not; the first call whose CPU time overran is given the benefit of the
+    doubt (the collector may have taken it), and collections are timed from then on."""
     wall, cpu, collecting, waits = before
-    collected = _Collections.total - collecting
+    collected = Collector.total - collecting
     if perf_counter() - wall - collected <= INLINE_BUDGET:
         return False
-    if not COUNTS_WAITS or thread_time() - cpu - collected > INLINE_BUDGET:
+    if not COUNTS_WAITS or _waits() > waits:
         return True
-    return _waits() > waits
+    if thread_time() - cpu - collected <= INLINE_BUDGET:
+        return False
+    if Collector.watching:
+        return True
+    Collector.watch()
+    return False
 
 
 def wants_context(hint: Any) -> bool:
