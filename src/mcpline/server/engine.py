@@ -1,10 +1,11 @@
 """The request engine: one request in, the messages of that request out.
 
 `Engine.start` routes a request through the eras (`mcpline.server.eras`) and runs its
-handler as a task. Everything written for the request goes through its `Exchange`: first the
-notifications tied to it (progress, log, a listen's notices, a legacy session's requests for
-input), then exactly one response. The engine knows nothing of connections. Whoever carries
-requests is a `Peer` (a stdio or socket connection, an HTTP request): it decides where an
+handler as a task (an eager one first runs right there, and most such end there).
+Everything written for the request goes through its `Exchange`: first the notifications tied
+to it (progress, log, a listen's notices, a legacy session's requests for input), then
+exactly one response. The engine knows nothing of connections. Whoever carries requests is a
+`Peer` (a stdio or socket connection, an HTTP request): it decides where an
 exchange's messages go and owns in-flight limits, pausing and cancellation, following each
 exchange through its phases.
 
