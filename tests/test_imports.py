@@ -80,3 +80,80 @@ def test_a_stdio_client_loads_no_http_library() -> None:
         " if m.split('.')[0] in ('httpx2', 'httpx', 'httpcore2', 'authlib', 'anyio'))))"
     )
     assert heavy == []
+
+
+SERVING = """
+import sys
+from mcpline import Server
+
+server = Server("loaded")
+
+
+@server.tool
+def echo(text: str) -> str:
+    '''Echo.'''
+    return text
+
+
+@server.tool
+def loaded() -> list[str]:
+    '''The modules loaded so far.'''
+    return sorted(sys.modules)
+
+
+server.run()
+"""
+
+NOT_WHILE_SERVING = (
+    "json",  # stdlib json: the wire is msgspec's
+    "mcpline.server.auth.tokens",  # only a server that authenticates reads tokens
+    "mcpline.server.tasks",
+    "mcpline.server.subscriptions",
+    "mcpline.server.resources",
+    "mcpline.server.prompts",
+    "mcpline.server.completion",
+    "mcpline.transports.http",
+    "mcpline.cli",
+    "mcpline.client",
+    "rich",
+    "uvicorn",
+    "pydantic",
+)
+
+
+def test_a_stdio_server_serving_discover_and_a_call_loads_only_what_they_need() -> None:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": meta},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "loaded", "arguments": {}, "_meta": meta},
+        },
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", SERVING],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    replies = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2, 3] and "result" in replies[1], replies
+    loaded = set(replies[2]["result"]["structuredContent"]["result"])
+    assert "mcpline.server.engine" in loaded  # it did serve
+    unwanted = sorted(
+        m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_WHILE_SERVING)
+    )
+    assert unwanted == []

@@ -50,7 +50,13 @@ def test_every_server_keyword_is_an_option_field_or_the_servers_own() -> None:
 
 
 def test_the_decorator_options_extend_the_definitions() -> None:
-    assert keys(ToolOptions) - keys(ToolDefinition) == {"hidden", "strict", "task", "scopes"}
+    assert keys(ToolOptions) - keys(ToolDefinition) == {
+        "hidden",
+        "strict",
+        "task",
+        "scopes",
+        "inline",
+    }
     assert keys(ResourceOptions) - keys(ResourceDefinition) == {"scopes"}
     assert keys(PromptOptions) - keys(PromptDefinition) == {"scopes"}
 

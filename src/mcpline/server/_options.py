@@ -54,6 +54,9 @@ class ToolOptions(ToolDefinition, total=False):
     """``True``/``"optional"`` or ``"required"``: run calls as tasks."""
     scopes: Iterable[str] | None
     """The OAuth scopes a caller's token must hold."""
+    inline: bool | None
+    """Where a plain ``def`` runs: True on the event loop, False on a worker thread, None
+    (default) on threads until its calls prove short."""
 
 
 class ResourceDefinition(TypedDict, total=False):
@@ -79,6 +82,9 @@ class ResourceOptions(ResourceDefinition, total=False):
 
     scopes: Iterable[str] | None
     """The OAuth scopes a caller's token must hold."""
+    inline: bool | None
+    """Where a plain ``def`` runs: True on the event loop, False on a worker thread, None
+    (default) on threads until its calls prove short."""
 
 
 class PromptDefinition(TypedDict, total=False):
@@ -97,6 +103,9 @@ class PromptOptions(PromptDefinition, total=False):
 
     scopes: Iterable[str] | None
     """The OAuth scopes a caller's token must hold."""
+    inline: bool | None
+    """Where a plain ``def`` runs: True on the event loop, False on a worker thread, None
+    (default) on threads until its calls prove short."""
 
 
 @dataclass(frozen=True)

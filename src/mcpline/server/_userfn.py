@@ -2,17 +2,21 @@
 those four share.
 
 `UserFunction` knows where the function takes its `Context` and how to call it: an
-``async def`` on the event loop, a plain ``def`` on a worker thread (never on the loop), and
-an awaitable that a plain function returns is awaited too.
+``async def`` on the event loop; a plain ``def`` on a worker thread until it has shown itself
+short, then on the loop (see `UserFunction`); an awaitable that a plain function returns is
+awaited too.
 """
 
 from __future__ import annotations
 
+import gc
 import inspect
+import logging
+import sys
 import types
 import typing
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from time import perf_counter, thread_time
 from typing import Any
 
 from .context import Context
@@ -23,6 +27,82 @@ RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 _PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
 """Return types that are never awaitable (checked before the slower `inspect.isawaitable`)."""
+
+INLINE_BUDGET = 0.0005
+"""Seconds a plain function may take per call and still run on the event loop."""
+PROVE_CALLS = 32
+"""Calls in a row on a worker thread, each within `INLINE_BUDGET`, before a plain function
+runs on the event loop."""
+
+log = logging.getLogger("mcpline.server")
+
+if sys.platform == "linux":
+    import resource
+
+    COUNTS_WAITS = True
+
+    def _waits() -> int:
+        """This thread's voluntary context switches so far."""
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+
+else:  # no per-thread count of context switches: the wall time alone judges
+    COUNTS_WAITS = False
+
+    def _waits() -> int:
+        """Unknown here: 0."""
+        return 0
+
+
+class Collector:
+    """Time the cyclic garbage collector took, which a call that happens to trigger it is
+    not to blame for. Timed (`gc.callbacks`) once a call's CPU time first overran: no
+    server pays for it before."""
+
+    total = 0.0
+    started = 0.0
+    watching = False
+
+    @classmethod
+    def watch(cls) -> None:
+        cls.watching = True
+        if cls.note not in gc.callbacks:
+            gc.callbacks.append(cls.note)
+
+    @classmethod
+    def note(cls, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            cls.started = perf_counter()
+        else:
+            cls.total += perf_counter() - cls.started
+
+
+Usage = tuple[float, float, float, int]
+
+
+def thread_usage() -> Usage:
+    """Where this thread stands: wall time, its CPU time, the collector's time, and its
+    voluntary context switches so far (0 where unknown)."""
+    return perf_counter(), thread_time(), Collector.total, _waits()
+
+
+def overran(before: Usage) -> bool:
+    """Whether a call that began at ``before`` (`thread_usage`) went past `INLINE_BUDGET` of
+    its own doing: it waited (a voluntary context switch: sleep, I/O, a lock) or computed
+    that long. A thread only kept off the CPU meanwhile (a busy machine), or collecting
+    garbage, did not; the first call whose CPU time overran is given the benefit of the
+    doubt (the collector may have taken it), and collections are timed from then on."""
+    wall, cpu, collecting, waits = before
+    collected = Collector.total - collecting
+    if perf_counter() - wall - collected <= INLINE_BUDGET:
+        return False
+    if not COUNTS_WAITS or _waits() > waits:
+        return True
+    if thread_time() - cpu - collected <= INLINE_BUDGET:
+        return False
+    if Collector.watching:
+        return True
+    Collector.watch()
+    return False
 
 
 def wants_context(hint: Any) -> bool:
@@ -52,20 +132,49 @@ def find_context_param(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class UserFunction:
-    """How to call one user function."""
+    """How to call one user function.
 
-    fn: Callable[..., Any]
-    context_param: str | None
-    is_async: bool
+    A plain ``def`` (that does not take the `Context`) is timed while it runs on a worker
+    thread: after `PROVE_CALLS` calls in a row within `INLINE_BUDGET` each, it runs inline on
+    the event loop, saving two thread switches per call. An inline call that overruns the
+    budget (`overran`: by waiting or computing, not by being preempted) sends the function
+    back to the worker threads for good, so a function that blocks stalls the loop at most
+    once. ``inline`` pins the choice: True runs every call on
+    the loop, False every call on a worker thread.
+    """
+
+    __slots__ = ("fn", "context_param", "is_async", "inline", "pinned", "_streak")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        context_param: str | None,
+        is_async: bool,
+        inline: bool | None = None,
+    ) -> None:
+        self.fn = fn
+        self.context_param = context_param
+        self.is_async = is_async
+        self.pinned = inline is not None or context_param is not None
+        """Whether the thread choice is fixed (given, or a function taking the `Context`,
+        which may wait on the loop, always gets a thread)."""
+        self.inline = bool(inline) and not is_async
+        """Whether calls of a plain function run on the event loop."""
+        self._streak = 0
 
     @classmethod
-    def of(cls, fn: Callable[..., Any], context_param: str | None = None) -> UserFunction:
+    def of(
+        cls,
+        fn: Callable[..., Any],
+        context_param: str | None = None,
+        *,
+        inline: bool | None = None,
+    ) -> UserFunction:
         """``context_param`` when the caller already knows it (from a `Signature`), else
         found from the annotations."""
         param = context_param if context_param is not None else find_context_param(fn)
-        return cls(fn, param, inspect.iscoroutinefunction(fn))
+        return cls(fn, param, inspect.iscoroutinefunction(fn), inline)
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
@@ -79,10 +188,15 @@ class UserFunction:
         try:
             if self.is_async:
                 value = await fn(**kwargs)
-            else:
+            elif self.inline:
+                value = fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+            elif self.pinned:
                 value = await run_sync(lambda: fn(**kwargs))
+            else:
+                value = await self._timed_on_thread(kwargs, run_sync)
             if type(value) not in _PLAIN_VALUES:
                 if inspect.isawaitable(value):
+                    await ctx.exchange.own_task()
                     value = await value
                 if isinstance(value, InputRequired):
                     value.state = ctx.carry(value.state)
@@ -90,6 +204,42 @@ class UserFunction:
             ir.state = ctx.carry(ir.state)
             raise
         return value
+
+    def _timed_inline(self, kwargs: dict[str, Any]) -> Any:
+        before = thread_usage()
+        try:
+            return self.fn(**kwargs)
+        finally:
+            if overran(before):
+                self.inline = False
+                self.pinned = True
+                log.info(
+                    "%s took %.1f ms on the event loop: it runs on worker threads from now on",
+                    getattr(self.fn, "__qualname__", self.fn),
+                    (perf_counter() - before[0]) * 1000,
+                )
+
+    async def _timed_on_thread(self, kwargs: dict[str, Any], run_sync: RunSync) -> Any:
+        fn = self.fn
+        short = False  # unless the worker says otherwise
+
+        def timed() -> Any:
+            nonlocal short
+            before = thread_usage()
+            try:
+                return fn(**kwargs)
+            finally:
+                short = not overran(before)
+
+        try:
+            return await run_sync(timed)
+        finally:
+            if not short:
+                self._streak = 0
+            else:
+                self._streak += 1
+                if self._streak >= PROVE_CALLS and not self.pinned:
+                    self.inline = True
 
 
 def definition(

@@ -73,6 +73,8 @@ class Connection(PeerState):
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_scheduled = False
+        self._receiving = False
+        """Inside `data_received`: lines written meanwhile go out together at its end."""
         self.dropped = 0
         """Advisory notifications not sent because the peer was not reading."""
         self._engine.peers.add(self)
@@ -82,11 +84,17 @@ class Connection(PeerState):
     def data_received(self, data: bytes) -> None:
         if self.closing.is_set():
             return
-        for event in self._inbound.feed(data):
-            if type(event) is Request:
-                self.handle_request(event)
-            else:
-                self._event(event)
+        self._receiving = True
+        try:
+            for event in self._inbound.feed(data):
+                if type(event) is Request:
+                    self.handle_request(event)
+                else:
+                    self._event(event)
+        finally:
+            self._receiving = False
+            if self._out:
+                self.flush()
 
     def eof_received(self) -> None:
         for event in self._inbound.eof():
@@ -211,7 +219,8 @@ class Connection(PeerState):
 
         Lines are written whole and in order. While other requests are in flight, lines
         written in one event-loop pass are coalesced into a single write at the end of it
-        (one syscall for many pipelined replies); otherwise the line goes out at once.
+        (one syscall for many pipelined replies), as are those written while a chunk of input
+        is handled; otherwise the line goes out at once.
         Past ``max_outbound_bytes`` (a `Server` option) unread bytes,
         `mcpline.server.outbound.decide` says what happens instead; a closed output begins
         shutdown instead of raising.
@@ -227,7 +236,9 @@ class Connection(PeerState):
                 return False
         self._out.append(data)
         self._out_bytes += len(data)
-        if len(self.inflight) > 1:
+        if self._receiving:
+            pass  # replies given while reading (eager requests) leave in one write at its end
+        elif len(self.inflight) > 1:
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 self.loop.call_soon(self.flush)

@@ -1,10 +1,11 @@
 """The request engine: one request in, the messages of that request out.
 
 `Engine.start` routes a request through the eras (`mcpline.server.eras`) and runs its
-handler as a task. Everything written for the request goes through its `Exchange`: first the
-notifications tied to it (progress, log, a listen's notices, a legacy session's requests for
-input), then exactly one response. The engine knows nothing of connections. Whoever carries
-requests is a `Peer` (a stdio or socket connection, an HTTP request): it decides where an
+handler as a task (an eager one first runs right there, and most such end there).
+Everything written for the request goes through its `Exchange`: first the notifications tied
+to it (progress, log, a listen's notices, a legacy session's requests for input), then
+exactly one response. The engine knows nothing of connections. Whoever carries requests is a
+`Peer` (a stdio or socket connection, an HTTP request): it decides where an
 exchange's messages go and owns in-flight limits, pausing and cancellation, following each
 exchange through its phases.
 
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
+import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import wire_error
@@ -131,7 +135,7 @@ class Binding(Protocol):
 class Exchange:
     """One request and everything written for it: the engine's per-request record."""
 
-    __slots__ = ("request", "id", "method", "peer", "phase", "ctx", "task", "binding")
+    __slots__ = ("request", "id", "method", "peer", "phase", "ctx", "task", "binding", "eager")
 
     def __init__(self, request: Request, peer: Peer, binding: Binding | None = None) -> None:
         self.request = request
@@ -143,6 +147,9 @@ class Exchange:
         self.task: asyncio.Task[None] | None = None
         self.binding = binding
         """The transport's own view of the request (None on stdio and sockets)."""
+        self.eager = False
+        """Set by the era that routes it: the handler runs no code of the user's that may
+        need a task of its own (see `Engine.start`)."""
 
     @property
     def open(self) -> bool:
@@ -190,6 +197,13 @@ class Exchange:
             self.task.cancel()
         return True
 
+    async def own_task(self) -> None:
+        """Make sure what follows runs in a task of its own: during an eager exchange's first
+        step (`Engine.start`) there is none yet, and ``asyncio.current_task`` and timeouts
+        need one; one loop pass gets it."""
+        if self.task is None:
+            await asyncio.sleep(0)
+
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
         """While the handler awaits the peer it holds no in-flight slot, so reading goes on
@@ -206,6 +220,33 @@ class Exchange:
 
     def _is(self, phase: Phase) -> bool:
         return self.phase is phase
+
+
+EAGER = sys.version_info >= (3, 11)
+"""Whether eager exchanges run their first step in `Engine.start` (a task's ``context``
+argument is needed, new in Python 3.11)."""
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
+    """Go on with ``coro``, which already ran up to yielding ``yielded``, as ``yield from``
+    would: what a task sends or throws in goes to ``coro``."""
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration:
+                return
+        else:
+            try:
+                yielded = coro.send(sent)
+            except StopIteration:
+                return
 
 
 MAX_PENDING_CHANGES = 65_536
@@ -256,7 +297,10 @@ class Engine:
         return routed
 
     def start(self, exchange: Exchange) -> None:
-        """Route ``exchange`` and run it; a request refused at once is answered at once."""
+        """Route ``exchange`` and run it; a request refused at once is answered at once.
+
+        It runs as a task; an eager one (`Exchange.eager`) first runs here, up to where it
+        first waits, and gets a task only if it does."""
         req = exchange.request
         try:
             ctx, awaitable, long_lived = self.route(exchange)
@@ -266,7 +310,22 @@ class Engine:
             return
         exchange.ctx = ctx
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
-        exchange.task = exchange.peer.loop.create_task(self._run(exchange, awaitable))
+        coro = self._run(exchange, awaitable)
+        loop = exchange.peer.loop
+        if not (exchange.eager and EAGER):
+            exchange.task = loop.create_task(coro)
+            return
+        # Run it here up to its first suspension, in a context of its own: most such
+        # requests end there, and never cost a task and a loop pass.
+        context = contextvars.copy_context()
+        try:
+            yielded = context.run(coro.send, None)
+        except StopIteration:
+            return
+        task = loop.create_task(_resume(coro, yielded), context=context)  # type: ignore[call-arg,unused-ignore]
+        exchange.task = task
+        if not exchange.open:  # cancelled during the first step
+            task.cancel()
 
     async def _run(self, exchange: Exchange, awaitable: Awaitable[dict[str, Any]]) -> None:
         try:

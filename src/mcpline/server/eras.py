@@ -88,6 +88,10 @@ class ModernHost(EraHost, Protocol):
         """Run ``method`` (after the lifespan hook) and finish its result."""
         ...
 
+    def eager(self, method: Method, params: dict[str, Any]) -> bool:
+        """Whether the request may start outside a task (`Exchange.eager`)."""
+        ...
+
     def has_subscriptions(self) -> bool:
         """Whether a listen was ever opened (else there is nothing to notify)."""
         ...
@@ -139,6 +143,7 @@ class ModernEra:
         method = d.modern_method(req.method)
         ctx = Context(exchange, meta, d)
         params = req.params if type(req.params) is dict else {}
+        exchange.eager = d.eager(method, params)
         return ctx, d.call(method, ctx, params), method.long_lived
 
     def on_notification(self, peer: Peer, note: Notification) -> bool:

@@ -205,6 +205,17 @@ class Dispatcher:
 
     # --- running a modern request ----------------------------------------------------------
 
+    def eager(self, method: Method, params: dict[str, Any]) -> bool:
+        """Whether a modern request may start outside a task (`Exchange.eager`): a call of a
+        plain tool that runs on the event loop, once the server is ready."""
+        if method is not self.methods.get(TOOLS_CALL):
+            return False
+        name = params.get("name")
+        tool = self.registry.tools.get(name) if type(name) is str else None
+        if tool is None or not tool.body.inline:
+            return False
+        return name not in self.registry.task_tools and self.services.ready
+
     async def call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         """Run ``method`` for a modern request (after the lifespan hook) and finish its result."""
         if method.waits_for_lifespan and not self.services.ready:
@@ -314,6 +325,7 @@ class Dispatcher:
         try:
             return await invoke(tool, arguments, ctx, self.services.submit)
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
+            await ctx.exchange.own_task()
             if _takes_tasks(ctx):
                 return await self.tasks.adopt(tool, handle, ctx)
             from .tasks.handle import Task, shaped

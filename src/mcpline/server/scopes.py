@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from .auth.tokens import scopes_of
-
 Kind = Literal["tool", "prompt", "resource"]
 NONE: frozenset[str] = frozenset()
 
@@ -55,6 +53,8 @@ class ScopeRules:
         required = self._rules.get((kind, name))
         if not required or principal is None:
             return NONE
+        from .auth.tokens import scopes_of  # only a server that authenticates gets here
+
         return required - scopes_of(principal)
 
     def allows(self, principal: Any, kind: Kind, name: str) -> bool:

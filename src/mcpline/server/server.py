@@ -173,6 +173,9 @@ class Server:
         sessions still get a normal call). See `mcpline.server.tasks.manager`.
         ``scopes``: the OAuth scopes a caller's verified token must hold (HTTP 403
         ``insufficient_scope`` otherwise; see `mcpline.server.scopes`).
+        ``inline``: where a plain ``def`` runs; by default on worker threads until its calls
+        prove short, then on the event loop (True: always the loop, False: always a thread;
+        see docs/tools.md).
         """
         if callable(name):
             self.add_tool(name)
@@ -197,7 +200,7 @@ class Server:
         if strict is None:
             strict = self.options.strict_arguments
         spec = cast("ToolDefinition", {k: v for k, v in options.items() if k in TOOL_DEFINITION})
-        tool = make_tool(fn, name=name, strict=strict, **spec)
+        tool = make_tool(fn, name=name, strict=strict, inline=options.get("inline"), **spec)
         self.registry.add_tool(tool, task=mode, hidden=hidden)
         self.registry.scopes.set("tool", tool.name, required)
         if not hidden:

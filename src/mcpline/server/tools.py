@@ -123,6 +123,7 @@ def make_tool(
     *,
     name: str | None = None,
     strict: bool = False,
+    inline: bool | None = None,
     **spec: Unpack[ToolDefinition],
 ) -> Tool:
     """Build a `Tool` from a function; raises `ValueError` for anything a client would reject.
@@ -130,7 +131,8 @@ def make_tool(
     ``spec`` is the rest of its definition (`mcpline.server._options.ToolDefinition`).
     ``strict`` turns off the reading of strings as the numbers, booleans, arrays or objects
     they spell (``"5"`` for an integer), which is otherwise applied to arguments that break
-    ``inputSchema``."""
+    ``inputSchema``. ``inline`` pins where a plain ``def`` runs (see `UserFunction`): True on
+    the event loop, False on a worker thread; None decides by timing its calls."""
     check_keywords(ToolDefinition, spec, "make_tool()")
     title, description = spec.get("title"), spec.get("description")
     input_schema, output_schema = spec.get("input_schema"), spec.get("output_schema")
@@ -145,11 +147,11 @@ def make_tool(
     signature: _schema.Signature | None = None
     if input_schema is None:
         signature = _schema.Signature(fn, name=tool_name, skip=wants_context, arg_docs=arg_docs)
-        body = UserFunction.of(fn, signature.context_param)
+        body = UserFunction.of(fn, signature.context_param, inline=inline)
         schema = signature.schema
     else:
         schema = input_schema
-        body = UserFunction.of(fn)
+        body = UserFunction.of(fn, inline=inline)
     _schema.check_tool_input_schema(schema)
     headers = tool_header_params(schema, tool_name)
     validator = _schema.Validator(schema)
