@@ -20,7 +20,7 @@ from mcpline import (
     resource_link,
     text,
 )
-from mcpline.server import schema as S
+from mcpline.server.signature import schema as S
 from mcpline.server.tools import check_name, make_tool, shape_result
 
 

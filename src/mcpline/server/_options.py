@@ -82,9 +82,6 @@ class ResourceOptions(ResourceDefinition, total=False):
 
     scopes: Iterable[str] | None
     """The OAuth scopes a caller's token must hold."""
-    inline: bool | None
-    """Where a plain ``def`` runs: True on the event loop, False on a worker thread, None
-    (default) on threads until its calls prove short."""
 
 
 class PromptDefinition(TypedDict, total=False):
@@ -103,9 +100,6 @@ class PromptOptions(PromptDefinition, total=False):
 
     scopes: Iterable[str] | None
     """The OAuth scopes a caller's token must hold."""
-    inline: bool | None
-    """Where a plain ``def`` runs: True on the event loop, False on a worker thread, None
-    (default) on threads until its calls prove short."""
 
 
 @dataclass(frozen=True)
