@@ -35,6 +35,7 @@ from ..wire import encode
 from .outbound import Kind
 
 if TYPE_CHECKING:
+    from ..middleware import Chain
     from .context import Context
     from .eras import Era
 
@@ -232,6 +233,8 @@ class Engine:
         self._pending: dict[asyncio.AbstractEventLoop, dict[Change, None]] = {}
         self._pending_lock = threading.Lock()
         self._dropped = 0
+        self.middleware: Chain | None = None
+        """The middleware chain every request and notification goes through (None: none)."""
 
     # --- requests ------------------------------------------------------------------------
 
@@ -255,13 +258,21 @@ class Engine:
     def start(self, exchange: Exchange) -> None:
         """Route ``exchange`` and run it; a request refused at once is answered at once."""
         req = exchange.request
+        chain = self.middleware
         try:
             ctx, awaitable, long_lived = self.route(exchange)
         except Exception as exc:
-            err = wire_error(exc, req.method)
-            exchange.reply(error_response(req.id, err.code, err.message, err.data))
+            if chain is None:
+                err = wire_error(exc, req.method)
+                exchange.reply(error_response(req.id, err.code, err.message, err.data))
+                return
+            exchange.move(Phase.RUNNING)
+            refused = chain.request(exchange, None, _raise(exc))
+            exchange.task = exchange.peer.loop.create_task(self._run(exchange, refused))
             return
         exchange.ctx = ctx
+        if chain is not None:
+            awaitable = chain.request(exchange, ctx, awaitable)
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
         exchange.task = exchange.peer.loop.create_task(self._run(exchange, awaitable))
 
@@ -283,6 +294,13 @@ class Engine:
 
     def notification(self, peer: Peer, note: Notification) -> None:
         """A notification other than ``notifications/cancelled`` (which the peer handles)."""
+        if self.middleware is not None:
+            self.middleware.notification(peer, note, self.notify_eras)
+        else:
+            self.notify_eras(peer, note)
+
+    def notify_eras(self, peer: Peer, note: Notification) -> None:
+        """Hand ``note`` to the first era that takes it."""
         for era in self.eras:
             try:
                 if era.on_notification(peer, note):
@@ -367,6 +385,10 @@ class Engine:
                 era.list_changed(peer, value)
             else:
                 era.resource_updated(peer, value)
+
+
+async def _raise(exc: Exception) -> dict[str, Any]:
+    raise exc
 
 
 __all__ = [

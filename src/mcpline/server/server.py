@@ -70,6 +70,8 @@ class Server:
       ``task_poll_interval_ms``. ``task_quota`` bounds what tasks keep per principal and in
       all (a `mcpline.server.task_quota.TaskQuota` or its spec; default
       ``$MCPLINE_TASK_QUOTA``, else the defaults).
+    * **Middleware**: ``middleware`` runs around every request and notification, first
+      outermost (see `add_middleware` and `mcpline.middleware`).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class Server:
         task_ttl_ms: int | None = 3_600_000,
         task_poll_interval_ms: int = 1000,
         task_quota: TaskQuota | str | None = None,
+        middleware: Iterable[Any] = (),
     ) -> None:
         self.options = ServerOptions(
             instructions=instructions,
@@ -165,6 +168,8 @@ class Server:
         self._dispatch.engine = engine
         self.runtime = Runtime(engine, self._services, self.options, self.registry)
         """What transports serve this server through (`mcpline.server.runtime`)."""
+        for item in middleware:
+            self.add_middleware(item)
 
     @property
     def legacy(self) -> LegacyEra:
@@ -174,6 +179,16 @@ class Server:
         if self._legacy is None:
             raise RuntimeError("this server was built with legacy=False: it has no legacy era")
         return self._legacy
+
+    def add_middleware(self, middleware: Any) -> None:
+        """Add ``middleware`` (a `mcpline.middleware.Middleware` or an async callable
+        ``(mctx, call_next)``) inside those added before it; see docs/middleware.md."""
+        from ..middleware import Chain
+
+        engine = self.runtime.engine
+        if engine.middleware is None:
+            engine.middleware = Chain()
+        engine.middleware.add(middleware)
 
     # --- registration ------------------------------------------------------------------
 

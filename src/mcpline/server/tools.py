@@ -7,6 +7,7 @@ import logging
 import re
 import typing
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ from .context import Context
 from .mrtr import InputRequired
 
 log = logging.getLogger("mcpline.server")
+
+TOOL_FAILURE: ContextVar[BaseException | None] = ContextVar("mcpline.tool_failure", default=None)
+"""The exception a tool body raised (not a `ToolError`) in the request being served, set when
+its ``isError`` result was made (error masking middleware reads it)."""
 
 NAME_RE = re.compile(rf"^[A-Za-z0-9_.-]{{1,{TOOL_NAME_MAX}}}$")
 """Tool names: 1 to `TOOL_NAME_MAX` characters of ``A-Z a-z 0-9 _ - .``."""
@@ -369,6 +374,7 @@ async def invoke(
         if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
             raise
         log.exception("tool %r raised", tool.name)
+        TOOL_FAILURE.set(exc)
         detail = str(exc) or "no details"
         return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
 
@@ -387,4 +393,5 @@ __all__ = [
     "NAME_RE",
     "shape_result",
     "Tool",
+    "TOOL_FAILURE",
 ]

@@ -15,7 +15,8 @@ import binascii
 import decimal
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ...spec import (
@@ -108,6 +109,10 @@ class Headers:
 
     def __contains__(self, name: str) -> bool:
         return name in self._values
+
+    def view(self) -> Mapping[str, str]:
+        """Every header as a read-only mapping, repeated fields joined by commas."""
+        return MappingProxyType({name: ", ".join(v) for name, v in self._values.items()})
 
 
 def plain(value: str, header: str) -> str:
