@@ -62,6 +62,11 @@ class RateLimitMiddleware(Middleware):
         """Requests refused so far."""
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
+    @property
+    def keys(self) -> int:
+        """Buckets kept (at most ``max_keys``)."""
+        return len(self._buckets)
+
     async def on_request(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
         if self.methods is None or mctx.method in self.methods:
             wait = self.take(self.key(mctx))
