@@ -149,6 +149,12 @@ def register(sub: Any) -> None:
         "introspection=URL,client_id=ID,issuer=URL (secret: $MCPLINE_AUTH_CLIENT_SECRET); "
         "serves the RFC 9728 metadata it implies (default: $MCPLINE_AUTH; see docs/auth.md)",
     )
+    h.add_argument(
+        "--metrics",
+        action="store_true",
+        help="--http: serve Prometheus metrics at /metrics, behind the same checks and "
+        "--auth as the endpoint (see docs/observability.md)",
+    )
     g = p.add_argument_group("socket listeners (--listen unix:/tcp:, see docs/sockets.md)")
     g.add_argument(
         "--token-file",
@@ -244,6 +250,8 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
         options["allowed_origins"] = list(args.allow_origin)
     if args.allow_host:
         options["allowed_hosts"] = list(args.allow_host)
+    if args.metrics:
+        options["metrics"] = True
     named = {**{name: name for name in SHARED_OPTIONS}, **HTTP_OPTIONS}
     for flag, option in named.items():
         value = getattr(args, flag)
@@ -376,10 +384,18 @@ def run(args: argparse.Namespace) -> int:
     if args.http is not None:
         return run_http(args)
     http_only = [n for n in HTTP_OPTIONS if getattr(args, n) is not None]
-    if args.workers is not None or args.allow_origin or args.allow_host or http_only or args.auth:
+    if (
+        args.workers is not None
+        or args.allow_origin
+        or args.allow_host
+        or http_only
+        or args.auth
+        or args.metrics
+    ):
         _usage(
             "--workers, --allow-origin, --allow-host, --header-timeout, --max-body-total, "
-            "--auth and the per-client shares (--max-requests-per-client, ...) are for --http"
+            "--auth, --metrics and the per-client shares (--max-requests-per-client, ...) are "
+            "for --http"
         )
     options = socket_options(args)
     url = bus_url(args)

@@ -271,9 +271,12 @@ class Chain:
         self._notes: set[asyncio.Task[None]] = set()
         self._bypassed = 0
 
-    def add(self, middleware: Any) -> None:
-        """Append ``middleware`` (innermost so far)."""
-        self.items.append(check(middleware))
+    def add(self, middleware: Any, *, outermost: bool = False) -> None:
+        """Append ``middleware`` (innermost so far), or put it before all (``outermost``)."""
+        if outermost:
+            self.items.insert(0, check(middleware))
+        else:
+            self.items.append(check(middleware))
         self._plans.clear()
 
     def plan(self, method: str, kind: str) -> list[MiddlewareFn]:

@@ -28,6 +28,7 @@ from ...wire import encode
 from . import admission, auth_gate, legacy, modern, respond, sse
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
+from .probes import Probes
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier
 from .security import check_metadata as _check_metadata
 
@@ -79,6 +80,8 @@ class HttpApp:
     for a client at its share); ``session_rate`` bounds the new sessions a client opens per
     second (429). Each of their streams keeps ``replay_bytes`` for
     resumption, and tells the client to wait ``retry_ms`` before reconnecting.
+    ``health`` serves ``/healthz`` and ``/readyz``; ``metrics`` serves ``/metrics`` (behind
+    the same checks and token as the endpoint), see docs/observability.md.
     """
 
     def __init__(
@@ -106,6 +109,8 @@ class HttpApp:
         session_rate: float | None = None,
         replay_bytes: int = 1024 * 1024,
         retry_ms: int = 1000,
+        health: bool = True,
+        metrics: bool = False,
     ) -> None:
         if not path.startswith("/"):
             raise ValueError("path must start with '/'")
@@ -175,6 +180,13 @@ class HttpApp:
         self._expiry: asyncio.Task[None] | None = None
         self._ending: asyncio.Task[None] | None = None
         self._stopping = False
+        self.probes = Probes(self, health=health, metrics=metrics)
+        """``/healthz``, ``/readyz`` and ``/metrics`` (see `mcpline.transports.http.probes`)."""
+
+    @property
+    def stopping(self) -> bool:
+        """The app takes no more requests (it is shutting down)."""
+        return self._stopping
 
     @property
     def engine(self) -> Engine:
@@ -287,6 +299,10 @@ class HttpApp:
         if route in self._metadata_routes:
             await self._metadata(method, send)
             return
+        probe = self.probes.routes.get(route)
+        if probe is not None and route != self.path:
+            await probe(scope, send)
+            return
         if route != self.path:
             await respond.start(send, 404, [(b"content-type", b"text/plain")])
             await respond.body(send, b"Not Found")
@@ -368,7 +384,7 @@ class HttpApp:
             return exc.refusal
         if isinstance(exc, respond.BodyTimeout):
             why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
-            return admission.Refusal(408, why, close=True)
+            return admission.Refusal(408, why, close=True, limit="body_timeout")
         return admission.too_large(self.max_body_bytes)
 
     async def _answer(
