@@ -69,6 +69,7 @@ class MiddlewareContext:
         "peer",
         "started",
         "state",
+        "task",
     )
 
     def __init__(
@@ -82,6 +83,7 @@ class MiddlewareContext:
         request_id: RequestId | None = None,
         era: str | None = None,
         peer: str = "",
+        task: RequestId | None = None,
     ) -> None:
         self.method = method
         """The JSON-RPC method."""
@@ -104,6 +106,9 @@ class MiddlewareContext:
         """When the chain started on it (`time.monotonic`)."""
         self.state: dict[str, Any] = {}
         """Scratch space the middlewares of one request share."""
+        self.task = task
+        """The task id when this is a task's tool call running in the background (the
+        ``tools/call`` that created the task went through the chain already)."""
 
     @property
     def name(self) -> str | None:
@@ -296,11 +301,16 @@ class Chain:
     # --- what the engine asks -------------------------------------------------------------
 
     async def request(
-        self, exchange: Exchange, ctx: Context | None, awaitable: Awaitable[dict[str, Any]]
+        self,
+        exchange: Exchange,
+        ctx: Context | None,
+        awaitable: Awaitable[dict[str, Any]],
+        *,
+        task: RequestId | None = None,
     ) -> dict[str, Any]:
         """The result of ``exchange``'s request: ``awaitable`` (its handler) run through the
         chain. ``ctx`` is None when the request was refused before a handler was chosen
-        (then ``awaitable`` raises that refusal)."""
+        (then ``awaitable`` raises that refusal); ``task`` is the task id of a task's run."""
         req = exchange.request
         binding = exchange.binding
         params = req.params if type(req.params) is dict else {}
@@ -314,6 +324,7 @@ class Chain:
             request_id=req.id,
             era=era,
             peer=exchange.peer.name,
+            task=task,
         )
         handler = _Handler(awaitable)
         try:

@@ -37,7 +37,8 @@ class RateLimitMiddleware(Middleware):
     """At most ``rate`` requests a second per key, in bursts of up to ``burst`` (a token
     bucket per key). The key is the principal (``key(mctx)`` to choose another): callers
     without one share the ``"anonymous"`` bucket. ``methods`` limits only those methods
-    (default: every request; notifications pass). Over the rate a request is refused with
+    (default: every request; notifications and the background runs of tasks, whose
+    ``tools/call`` was counted, pass). Over the rate a request is refused with
     `RATE_LIMITED` (-32011) and ``data.retryAfterMs``. At most ``max_keys`` buckets are kept;
     one more forgets the least recently used (which starts full again)."""
 
@@ -68,7 +69,7 @@ class RateLimitMiddleware(Middleware):
         return len(self._buckets)
 
     async def on_request(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
-        if self.methods is None or mctx.method in self.methods:
+        if mctx.task is None and (self.methods is None or mctx.method in self.methods):
             wait = self.take(self.key(mctx))
             if wait > 0:
                 self.refused += 1

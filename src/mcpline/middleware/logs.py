@@ -8,6 +8,8 @@ import sys
 from typing import Any, TextIO
 
 from ..errors import JsonRpcError
+from ..server.mrtr import InputRequired
+from ..server.tools import Deferred
 from ..spec import INTERNAL_ERROR, TOOLS_CALL
 from ._chain import CallNext, Middleware, MiddlewareContext
 
@@ -22,6 +24,10 @@ def outcome(
     if exc is not None:
         if isinstance(exc, JsonRpcError):
             return "error", exc.code
+        if isinstance(exc, InputRequired):  # a task's run now waits for input
+            return "input_required", None
+        if isinstance(exc, Deferred):  # a task's body handed back a task handle
+            return "task", None
         if isinstance(exc, Exception):
             return "error", INTERNAL_ERROR
         return "cancelled", None

@@ -87,6 +87,8 @@ class RequestMetrics(Middleware):
         self.tasks_created = 0
 
     async def on_request(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
+        if mctx.task is not None:  # a task's run: its tools/call was counted
+            return await call_next(mctx)
         self.in_flight += 1
         result: Any = None
         failure: BaseException | None = None
