@@ -68,7 +68,7 @@ class MiddlewareContext:
         "era",
         "peer",
         "started",
-        "state",
+        "_state",
         "task",
     )
 
@@ -104,11 +104,17 @@ class MiddlewareContext:
         """The name of the connection it came on (for log lines)."""
         self.started = time.monotonic()
         """When the chain started on it (`time.monotonic`)."""
-        self.state: dict[str, Any] = {}
-        """Scratch space the middlewares of one request share."""
+        self._state: dict[str, Any] | None = None
         self.task = task
         """The task id when this is a task's tool call running in the background (the
         ``tools/call`` that created the task went through the chain already)."""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Scratch space the middlewares of one request share."""
+        if self._state is None:
+            self._state = {}
+        return self._state
 
     @property
     def name(self) -> str | None:
@@ -216,11 +222,11 @@ class _Handler:
         self.awaitable = awaitable
         self.used = False
 
-    async def __call__(self, mctx: MiddlewareContext) -> Any:
+    def __call__(self, mctx: MiddlewareContext) -> Awaitable[Any]:
         if self.used:
             raise RuntimeError(f"call_next was called twice for one {mctx.method} request")
         self.used = True
-        return await self.awaitable
+        return self.awaitable
 
     def discard(self) -> None:
         """A middleware answered without the handler: close it unrun."""
