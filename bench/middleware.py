@@ -5,8 +5,8 @@ function, logging (text, JSON lines), timing and metrics, interleaved round by r
     .venv/bin/python bench/middleware.py --rounds 1   # a short check that it works
 
 Per configuration: the median over the rounds of server CPU per pipelined ``aecho`` call
-(user + system, every thread; 32 in flight, stderr to a file) and of calls per second, and
-the difference in CPU to the server without middleware.
+(user + system, every thread; 32 in flight, stderr to a file) and its difference to the
+server without middleware, and of calls per second (wall time: on a shared machine, noise).
 """
 
 from __future__ import annotations

@@ -94,6 +94,17 @@ def test_metrics_count_requests_outcomes_latency_and_limits(metered: HttpServer)
     assert "# TYPE mcpline_request_duration_seconds histogram" in page
 
 
+def test_a_request_refused_before_its_handler_counts_as_other() -> None:
+    server = HttpServer([MCPLINE, "run", SERVER, "--http", "127.0.0.1:0", "--metrics"])
+    try:
+        assert call(server, 9, "no/such/method").json["error"]["code"] == -32601
+        page = get(server, "/metrics").body.decode()
+    finally:
+        assert server.stop() == 0
+    assert value(page, 'mcpline_request_errors_total{method="other",code="-32601"}') == 1
+    assert "no/such/method" not in page
+
+
 def test_metrics_pass_the_host_check(metered: HttpServer) -> None:
     assert get(metered, "/metrics", {"Host": "evil.example"}).status == 421
 
