@@ -96,6 +96,7 @@ class Client:
         max_list_items: int = 100_000,
         tasks: bool = True,
         max_outbound_bytes: int = MAX_OUTBOUND_BYTES,
+        middleware: Sequence[Any] = (),
     ) -> None:
         self.transport = transport
         """How the server is reached (and reached again after a crash)."""
@@ -125,6 +126,7 @@ class Client:
             max_list_items=max_list_items,
             tasks=tasks,
             max_outbound_bytes=max_outbound_bytes,
+            middleware=middleware,
         )
         o = self.options
         self.links = LinkKeeper(
@@ -291,11 +293,20 @@ class Client:
         on_progress: ProgressCallback | None,
         idempotent: bool,
     ) -> dict[str, Any]:
-        """One request and its input rounds; a task handle is returned as it came."""
-        return await self._within(
-            method,
-            self.links.request(method, params, timeout, max_timeout, on_progress, idempotent),
-        )
+        """One request and its input rounds (through the middleware, if any); a task handle
+        is returned as it came."""
+
+        def send(sent: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+            return self._within(
+                method,
+                self.links.request(method, sent, timeout, max_timeout, on_progress, idempotent),
+            )
+
+        if not self.options.middleware:
+            return await send(params)
+        from ..middleware.client import ClientCall, run
+
+        return await run(self.options.middleware, ClientCall(method, params), send)
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""

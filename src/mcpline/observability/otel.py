@@ -8,7 +8,7 @@ and its target (``tools/call add``), with the MCP attributes: ``mcp.method.name`
 ``rpc.jsonrpc.error_code``. Its parent is the W3C trace context the client sent: the
 ``traceparent``/``tracestate`` keys of the request's ``_meta``, else the HTTP request's
 headers of the same names. `inject_meta` writes the current context into a request's
-``_meta`` (what a client, or the bridge forwarding a request, sends on).
+``_meta``; `ClientTracingMiddleware` does it for a `mcpline.Client`, in a span of its own.
 
 Only this module imports OpenTelemetry; nothing else in mcpline does.
 """
@@ -23,8 +23,9 @@ from opentelemetry.context import Context as OtelContext
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
-from ..errors import JsonRpcError
+from ..errors import JsonRpcError, ServerError
 from ..middleware._chain import CallNext, Middleware, MiddlewareContext
+from ..middleware.client import ClientCall, ClientCallNext
 from ..middleware.logs import outcome
 from ..spec import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
@@ -85,6 +86,47 @@ def attributes(mctx: MiddlewareContext) -> dict[str, Any]:
     return attrs
 
 
+class ClientTracingMiddleware:
+    """For a `mcpline.Client` (``Client(middleware=[ClientTracingMiddleware()])``): a span
+    per request (``SpanKind.CLIENT``, named as the server's), with its trace context written
+    into the request's ``_meta``, so that the server's span is its child. A request the
+    server refuses ends its span with status ``ERROR`` and ``rpc.jsonrpc.error_code``."""
+
+    def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
+        self.tracer = trace.get_tracer("mcpline", __version__, tracer_provider=tracer_provider)
+
+    async def __call__(self, call: ClientCall, call_next: ClientCallNext) -> dict[str, Any]:
+        target = call.name if call.name is not None else call.params.get("uri")
+        name = call.method if not isinstance(target, str) else f"{call.method} {target}"
+        attrs: dict[str, Any] = {"mcp.method.name": call.method}
+        if call.method == TOOLS_CALL and call.name is not None:
+            attrs["gen_ai.tool.name"] = call.name
+            attrs["gen_ai.operation.name"] = "execute_tool"
+        with self.tracer.start_as_current_span(
+            name,
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            call.params = inject_meta(call.params)
+            try:
+                result = await call_next(call)
+            except ServerError as exc:
+                span.set_attribute("rpc.jsonrpc.error_code", exc.code)
+                span.set_attribute("error.type", str(exc.code))
+                span.set_status(Status(StatusCode.ERROR))
+                raise
+            except Exception as exc:
+                span.set_attribute("error.type", type(exc).__name__)
+                span.set_status(Status(StatusCode.ERROR))
+                raise
+            if result.get("isError") is True:
+                span.set_attribute("error.type", "tool_error")
+                span.set_status(Status(StatusCode.ERROR))
+            return result
+
+
 class TracingMiddleware(Middleware):
     """A span per request (see the module); ``tracer_provider`` defaults to the global one.
     Put it first (outermost) so that the other middleware run inside its span."""
@@ -124,6 +166,7 @@ class TracingMiddleware(Middleware):
 
 
 __all__ = [
+    "ClientTracingMiddleware",
     "TRACE_KEYS",
     "TracingMiddleware",
     "attributes",
