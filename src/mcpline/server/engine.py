@@ -256,7 +256,8 @@ class Engine:
         return routed
 
     def start(self, exchange: Exchange) -> None:
-        """Route ``exchange`` and run it; a request refused at once is answered at once."""
+        """Route ``exchange`` and run it (through the middleware, if any); without middleware
+        a request refused at once is answered at once."""
         req = exchange.request
         chain = self.middleware
         try:

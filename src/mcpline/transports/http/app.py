@@ -299,11 +299,11 @@ class HttpApp:
         if route in self._metadata_routes:
             await self._metadata(method, send)
             return
-        probe = self.probes.routes.get(route)
-        if probe is not None and route != self.path:
-            await probe(scope, send)
-            return
         if route != self.path:
+            probe = self.probes.routes.get(route)
+            if probe is not None:
+                await probe(scope, send)
+                return
             await respond.start(send, 404, [(b"content-type", b"text/plain")])
             await respond.body(send, b"Not Found")
             return
