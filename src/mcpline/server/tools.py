@@ -374,9 +374,15 @@ async def invoke(
         if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
             raise
         log.exception("tool %r raised", tool.name)
-        TOOL_FAILURE.set(exc)
-        detail = str(exc) or "no details"
-        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
+        return failure_result(tool, exc)
+
+
+def failure_result(tool: Tool, exc: Exception) -> dict[str, Any]:
+    """The ``isError`` result of a tool whose body raised ``exc`` (not a `ToolError`): its
+    type and text, kept as `TOOL_FAILURE` for error masking."""
+    TOOL_FAILURE.set(exc)
+    detail = str(exc) or "no details"
+    return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
 
 
 __all__ = [
@@ -384,6 +390,7 @@ __all__ = [
     "check_name",
     "Deferred",
     "error_result",
+    "failure_result",
     "HEADER_KEY",
     "header_params",
     "HEADER_TYPES",
