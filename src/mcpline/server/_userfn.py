@@ -11,11 +11,12 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .context import Context
+from .depends import Depends, dependencies
 from .mrtr import InputRequired
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
@@ -59,13 +60,15 @@ class UserFunction:
     fn: Callable[..., Any]
     context_param: str | None
     is_async: bool
+    depends: Mapping[str, Depends]
+    """Parameters filled by `mcpline.Depends` before each run."""
 
     @classmethod
     def of(cls, fn: Callable[..., Any], context_param: str | None = None) -> UserFunction:
         """``context_param`` when the caller already knows it (from a `Signature`), else
         found from the annotations."""
         param = context_param if context_param is not None else find_context_param(fn)
-        return cls(fn, param, inspect.iscoroutinefunction(fn))
+        return cls(fn, param, inspect.iscoroutinefunction(fn), dependencies(fn))
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
@@ -75,6 +78,9 @@ class UserFunction:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
             ctx.new_run()
+        if self.depends:
+            for name, dep in self.depends.items():
+                kwargs[name] = await dep.resolve(ctx, run_sync)
         fn = self.fn
         try:
             if self.is_async:

@@ -53,6 +53,7 @@ from ._jsonschema import (
 )
 from ._pydantic import arguments_model, bind_arguments, output_schema
 from ._values import convert, dumps_text, json_copy, to_json
+from .depends import Depends
 
 
 def _refuse_retrieval(uri: str) -> Any:
@@ -139,6 +140,8 @@ class Signature:
             hint = hints.get(pname, Any)
             if skip(hint):
                 self.context_param = pname
+                continue
+            if isinstance(p.default, Depends):  # filled by the framework, not the client
                 continue
             if p.kind is p.VAR_KEYWORD:
                 self.var_kw = True
