@@ -114,6 +114,36 @@ def test_a_trace_continues_through_the_bridge_into_the_tool_span(
     assert echo["parent_id"] == span_id
 
 
+def test_a_forwarding_bridge_span_sits_between_the_host_and_the_tool(
+    spawn: Callable[..., ServerProcess],
+) -> None:
+    p = spawn(BRIDGE, env={"MW": "trace", "BRIDGE_TRACE": "1"})
+    with TRACER.start_as_current_span("host") as host:
+        p.call("echo", {"text": "via bridge"}, **carrier())
+    trace_id, host_id = context_of(host)
+    deadline = time.monotonic() + 30
+    while True:
+        spans = spans_of(p.call("spans"))
+        bridged = [
+            json.loads(line.removeprefix("span "))
+            for line in p.stderr.splitlines()
+            if line.startswith("span ")
+        ]
+        found = any(s["name"] == "tools/call echo" for s in spans)
+        if (found and any(b["name"] == "tools/call echo" for b in bridged)) or (
+            time.monotonic() > deadline
+        ):
+            break
+        time.sleep(0.05)
+    hop = next(b for b in bridged if b["name"] == "tools/call echo")
+    assert hop["context"]["trace_id"] == "0x" + trace_id
+    assert hop["parent_id"] == "0x" + host_id
+    assert hop["kind"] == "SpanKind.SERVER"
+    tool = by_name(spans, "tools/call echo")
+    assert tool["trace_id"] == trace_id
+    assert "0x" + tool["parent_id"] == hop["context"]["span_id"]  # the bridge's span
+
+
 def test_inject_meta_writes_the_current_context() -> None:
     assert inject_meta({"name": "x"}) == {"name": "x"}  # no span: nothing added
     with TRACER.start_as_current_span("host") as host:

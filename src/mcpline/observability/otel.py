@@ -129,10 +129,17 @@ class ClientTracingMiddleware:
 
 class TracingMiddleware(Middleware):
     """A span per request (see the module); ``tracer_provider`` defaults to the global one.
-    Put it first (outermost) so that the other middleware run inside its span."""
+    Put it first (outermost) so that the other middleware run inside its span.
 
-    def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
+    ``forward=True`` writes the span's own context into the request's ``_meta`` before
+    passing it on, for a server that forwards requests (``mcpline bridge``): the upstream
+    server's span is then this span's child rather than its sibling."""
+
+    def __init__(
+        self, tracer_provider: TracerProvider | None = None, *, forward: bool = False
+    ) -> None:
         self.tracer = trace.get_tracer("mcpline", __version__, tracer_provider=tracer_provider)
+        self.forward = forward
 
     async def on_request(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
         target = mctx.name if mctx.name is not None else mctx.uri
@@ -145,6 +152,8 @@ class TracingMiddleware(Middleware):
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
+            if self.forward and "_meta" in mctx.params:
+                mctx.params["_meta"] = inject_meta(mctx.params)["_meta"]
             try:
                 result = await call_next(mctx)
             except BaseException as exc:
