@@ -112,7 +112,7 @@ class Headers:
 
     def view(self) -> Mapping[str, str]:
         """Every header as a read-only mapping, repeated fields joined by commas."""
-        return MappingProxyType({name: ", ".join(v) for name, v in self._values.items()})
+        return MappingProxyType({name: self.get(name) or "" for name in self._values})
 
 
 def plain(value: str, header: str) -> str:
