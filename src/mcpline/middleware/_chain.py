@@ -31,7 +31,7 @@ from ..spec import (
 if TYPE_CHECKING:
     from ..jsonrpc import RequestId
     from ..server.context import Context
-    from ..server.engine import Exchange, Peer
+    from ..server.engine import Engine, Exchange, Peer
 
 log = logging.getLogger("mcpline.middleware")
 
@@ -380,9 +380,20 @@ class Chain:
         task.add_done_callback(self._notes.discard)
 
 
+def chain_of(engine: Engine) -> Chain:
+    """``engine``'s middleware chain, made empty on first use."""
+    chain = engine.middleware
+    if chain is None:
+        chain = engine.middleware = Chain()
+    if not isinstance(chain, Chain):
+        raise TypeError(f"the engine's middleware is not a Chain: {chain!r}")
+    return chain
+
+
 __all__ = [
     "CallNext",
     "Chain",
+    "chain_of",
     "DEFAULT_MAX_PENDING_NOTIFICATIONS",
     "KIND_HOOKS",
     "Middleware",

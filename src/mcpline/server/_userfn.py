@@ -68,7 +68,7 @@ class UserFunction:
         """``context_param`` when the caller already knows it (from a `Signature`), else
         found from the annotations."""
         param = context_param if context_param is not None else find_context_param(fn)
-        return cls(fn, param, inspect.iscoroutinefunction(fn), dependencies(fn))
+        return cls(fn, param, inspect.iscoroutinefunction(fn), dependencies(fn, wants_context))
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.

@@ -17,12 +17,17 @@ from __future__ import annotations
 import contextlib
 import inspect
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._userfn import RunSync
     from .context import Context
+
+RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
+"""Runs a blocking call on a worker thread (the server's)."""
+IsContext = Callable[[Any], bool]
+"""Whether an annotation asks for the request's `Context` (`mcpline.server._userfn`'s
+``wants_context``, handed in so that this module imports none of the server's)."""
 
 _OVERRIDES: dict[Callable[..., Any], Callable[..., Any]] = {}
 
@@ -30,7 +35,7 @@ _OVERRIDES: dict[Callable[..., Any], Callable[..., Any]] = {}
 class Depends:
     """A parameter default asking for ``fn``'s value (see the module)."""
 
-    __slots__ = ("fn", "once", "_plan")
+    __slots__ = ("fn", "once", "_plan", "_is_context")
 
     def __init__(self, fn: Callable[..., Any], *, once: bool = False) -> None:
         if not callable(fn):
@@ -38,6 +43,7 @@ class Depends:
         self.fn = fn
         self.once = once
         self._plan: tuple[str | None, dict[str, Depends]] | None = None
+        self._is_context: IsContext = _no_context
 
     def __repr__(self) -> str:
         once = ", once=True" if self.once else ""
@@ -45,8 +51,7 @@ class Depends:
 
     def _parameters(self, fn: Callable[..., Any]) -> tuple[str | None, dict[str, Depends]]:
         """Where ``fn`` takes the context, and its own dependencies."""
-        from ._userfn import wants_context
-
+        wants_context = self._is_context
         hints = typing.get_type_hints(fn, include_extras=True)
         ctx_param: str | None = None
         nested: dict[str, Depends] = {}
@@ -62,13 +67,15 @@ class Depends:
                 )
         return ctx_param, nested
 
-    def check(self) -> None:
-        """Work out (once) where ``fn`` takes the context and its own dependencies, checking
-        them; `TypeError` for a parameter nothing can fill."""
+    def check(self, is_context: IsContext) -> None:
+        """Work out (once) where ``fn`` takes the context (``is_context`` tells from an
+        annotation) and its own dependencies, checking them; `TypeError` for a parameter
+        nothing can fill."""
         if self._plan is None:
+            self._is_context = is_context
             self._plan = self._parameters(self.fn)
             for dep in self._plan[1].values():
-                dep.check()
+                dep.check(is_context)
 
     async def resolve(self, ctx: Context, run_sync: RunSync) -> Any:
         """The dependency's value for this run of the handler."""
@@ -85,9 +92,7 @@ class Depends:
         return await self._call(fn, ctx, run_sync)
 
     async def _call(self, fn: Callable[..., Any], ctx: Context, run_sync: RunSync) -> Any:
-        if fn is self.fn:
-            self.check()
-            assert self._plan is not None
+        if fn is self.fn and self._plan is not None:
             ctx_param, nested = self._plan
         else:
             ctx_param, nested = self._parameters(fn)
@@ -119,7 +124,7 @@ def override(fn: Callable[..., Any], replacement: Callable[..., Any]) -> Iterato
             _OVERRIDES[fn] = before
 
 
-def dependencies(fn: Callable[..., Any]) -> dict[str, Depends]:
+def dependencies(fn: Callable[..., Any], is_context: IsContext) -> dict[str, Depends]:
     """The parameters of ``fn`` that default to `Depends`, each dependency's own parameters
     checked (`TypeError` for one that is neither a context, a dependency nor defaulted)."""
     found = {
@@ -128,8 +133,12 @@ def dependencies(fn: Callable[..., Any]) -> dict[str, Depends]:
         if isinstance(p.default, Depends)
     }
     for dep in found.values():
-        dep.check()
+        dep.check(is_context)
     return found
+
+
+def _no_context(hint: Any) -> bool:
+    return False
 
 
 __all__ = ["Depends", "dependencies", "override"]

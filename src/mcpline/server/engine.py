@@ -35,7 +35,6 @@ from ..wire import encode
 from .outbound import Kind
 
 if TYPE_CHECKING:
-    from ..middleware import Chain
     from .context import Context
     from .eras import Era
 
@@ -206,6 +205,28 @@ class Exchange:
         return self.phase is phase
 
 
+class Middleware(Protocol):
+    """What the engine asks of a middleware chain (`mcpline.middleware.Chain`)."""
+
+    def request(
+        self,
+        exchange: Exchange,
+        ctx: Context | None,
+        awaitable: Awaitable[dict[str, Any]],
+        *,
+        task: RequestId | None = None,
+    ) -> Awaitable[dict[str, Any]]:
+        """``awaitable`` (the request's handler; raising its refusal when ``ctx`` is None;
+        ``task``: the id of a task whose run this is) run through the chain."""
+        ...
+
+    def notification(
+        self, peer: Peer, note: Notification, deliver: Callable[[Peer, Notification], None]
+    ) -> None:
+        """``note`` run through the chain, ending in ``deliver(peer, note)``."""
+        ...
+
+
 MAX_PENDING_CHANGES = 65_536
 """Distinct changes that may wait for one event loop; past it, new ones are dropped (logged)."""
 
@@ -233,7 +254,7 @@ class Engine:
         self._pending: dict[asyncio.AbstractEventLoop, dict[Change, None]] = {}
         self._pending_lock = threading.Lock()
         self._dropped = 0
-        self.middleware: Chain | None = None
+        self.middleware: Middleware | None = None
         """The middleware chain every request and notification goes through (None: none)."""
 
     # --- requests ------------------------------------------------------------------------
@@ -397,6 +418,7 @@ __all__ = [
     "Engine",
     "Exchange",
     "FINAL",
+    "Middleware",
     "MOVES",
     "Peer",
     "Phase",

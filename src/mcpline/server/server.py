@@ -183,12 +183,9 @@ class Server:
     def add_middleware(self, middleware: Any) -> None:
         """Add ``middleware`` (a `mcpline.middleware.Middleware` or an async callable
         ``(mctx, call_next)``) inside those added before it; see docs/middleware.md."""
-        from ..middleware import Chain
+        from ..middleware._chain import chain_of
 
-        engine = self.runtime.engine
-        if engine.middleware is None:
-            engine.middleware = Chain()
-        engine.middleware.add(middleware)
+        chain_of(self.runtime.engine).add(middleware)
 
     # --- registration ------------------------------------------------------------------
 

@@ -43,14 +43,11 @@ class Probes:
             self.routes["/readyz"] = self.readyz
             app.on_startup.append(self._started)
         if metrics:
-            from ...middleware import Chain
+            from ...middleware._chain import chain_of
             from ...observability.metrics import RequestMetrics
 
             self.metrics = RequestMetrics()
-            engine = app.engine
-            if engine.middleware is None:
-                engine.middleware = Chain()
-            engine.middleware.add(self.metrics, outermost=True)
+            chain_of(app.engine).add(self.metrics, outermost=True)
             self.routes["/metrics"] = self.serve_metrics
 
     def _started(self, app: HttpApp) -> None:
