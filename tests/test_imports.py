@@ -107,7 +107,7 @@ server.run()
 NOT_WHILE_SERVING = (
     "json",  # stdlib json: the wire is msgspec's
     "mcpline.server.auth.tokens",  # only a server that authenticates reads tokens
-    "mcpline.server.tasks",
+    "mcpline.server.tasks.manager",
     "mcpline.server.subscriptions",
     "mcpline.server.resources",
     "mcpline.server.prompts",

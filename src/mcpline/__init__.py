@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         text,
     )
     from .server.context import Context, ElicitResult
+    from .server.depends import Depends
     from .server.mrtr import InputRequest, InputRequired, elicit, elicit_url, list_roots, sample
     from .server.prompts import assistant, user
     from .server.resources import PathEscapeError, safe_path
@@ -60,6 +61,7 @@ __all__ = [
     "ConnectionLost",
     "ContentBlock",
     "Context",
+    "Depends",
     "ElicitResult",
     "Error",
     "InputDeclined",
@@ -102,6 +104,7 @@ _LAZY = {
     "Server": ".server.server",
     "Context": ".server.context",
     "ElicitResult": ".server.context",
+    "Depends": ".server.depends",
     "ToolResult": ".server.content",
     "ContentBlock": ".server.content",
     "audio": ".server.content",

@@ -96,7 +96,7 @@ def _register(call: Callable[[Server], Any]) -> Any:
         (lambda s: s.tool(titel="x"), "tool()", "titel"),
         (lambda s: s.add_tool(print, hiden=True), "add_tool()", "hiden"),
         (lambda s: s.resource("r://x", mime="text/plain"), "resource()", "mime"),
-        (lambda s: s.resource_template("r://{x}", nme="x"), "resource()", "nme"),
+        (lambda s: s.resource("r://{x}", nme="x"), "resource()", "nme"),
         (lambda s: s.add_resource("r://x", "text", sizes=3), "add_resource()", "sizes"),
         (lambda s: s.prompt(argument_title={}), "prompt()", "argument_title"),
         (lambda s: s.add_prompt(print, tittle="x"), "add_prompt()", "tittle"),

@@ -43,7 +43,7 @@ def note(name: str) -> str:
     return name
 
 
-@server.resource_template("doc://{name}")
+@server.resource("doc://{name}")
 async def doc(name: str) -> bytes:
     return name.encode()
 

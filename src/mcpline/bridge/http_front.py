@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .._version import version as mcpline_version
@@ -40,6 +40,7 @@ class BridgeServer(Server):
         max_outbound_bytes: int = 16 * 1024 * 1024,
         max_in_flight: int = 256,
         shutdown_grace: float = 2.0,
+        middleware: Iterable[Any] = (),
     ) -> None:
         super().__init__(
             "mcpline-bridge",
@@ -53,6 +54,8 @@ class BridgeServer(Server):
         )
         self.backend = backend
         self.runtime = dataclasses.replace(self.runtime, engine=backend.engine)
+        for item in middleware:
+            self.add_middleware(item)
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """The bridge as an ASGI app (`BridgeApp`); ``options`` are `HttpApp`'s."""

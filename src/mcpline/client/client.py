@@ -254,11 +254,20 @@ class Client:
         on_progress: ProgressCallback | None,
         idempotent: bool,
     ) -> dict[str, Any]:
-        """One request and its input rounds; a task handle is returned as it came."""
-        return await self._within(
-            method,
-            self.links.request(method, params, timeout, max_timeout, on_progress, idempotent),
-        )
+        """One request and its input rounds (through the middleware, if any); a task handle
+        is returned as it came."""
+
+        def send(sent: dict[str, Any]) -> Awaitable[dict[str, Any]]:
+            return self._within(
+                method,
+                self.links.request(method, sent, timeout, max_timeout, on_progress, idempotent),
+            )
+
+        if not self.options.middleware:
+            return await send(params)
+        from ..middleware.client import ClientCall, run
+
+        return await run(self.options.middleware, ClientCall(method, params), send)
 
     async def discover(self, *, refresh: bool = False) -> ServerDescription:
         """Era, chosen version, server info and capabilities (probing on first use)."""

@@ -54,6 +54,7 @@ class ClientKeywords(TypedDict, total=False):
     max_list_items: int
     tasks: bool
     max_outbound_bytes: int
+    middleware: Sequence[Any]
 
 
 class StdioKeywords(ClientKeywords, total=False):
@@ -144,6 +145,9 @@ class ClientOptions:
     max_list_items: int = 100_000
     tasks: bool = True
     max_outbound_bytes: int = MAX_OUTBOUND_BYTES
+    middleware: Sequence[Any] = ()
+    """Async callables ``(call, call_next)`` around every request, first outermost (see
+    `mcpline.middleware.client`)."""
 
     def __post_init__(self) -> None:
         if self.era not in ERAS:
@@ -153,6 +157,10 @@ class ClientOptions:
         if self.max_outbound_bytes < 1:
             raise ValueError("max_outbound_bytes must be positive")
         object.__setattr__(self, "elicitation_modes", tuple(self.elicitation_modes))
+        if self.middleware:
+            from ..middleware.client import check
+
+            object.__setattr__(self, "middleware", check(self.middleware))
 
 
 __all__ = [

@@ -182,6 +182,9 @@ class ServerKeywords(TypedDict, total=False):
     task_ttl_ms: int | None
     task_poll_interval_ms: int
     task_quota: TaskQuota | str | None
+    middleware: Iterable[Any]
+    """Run around every request and notification, first outermost (see
+    `mcpline.middleware`)."""
 
 
 OPTION_FIELDS = frozenset(f.name for f in fields(ServerOptions))

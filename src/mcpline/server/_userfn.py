@@ -15,11 +15,12 @@ import logging
 import sys
 import types
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from time import perf_counter, thread_time
 from typing import Any
 
 from .context import Context
+from .depends import Depends, dependencies
 from .mrtr import InputRequired
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
@@ -135,30 +136,33 @@ def find_context_param(fn: Callable[..., Any]) -> str | None:
 class UserFunction:
     """How to call one user function.
 
-    A plain ``def`` (that does not take the `Context`) is timed while it runs on a worker
-    thread: after `PROVE_CALLS` calls in a row within `INLINE_BUDGET` each, it runs inline on
-    the event loop, saving two thread switches per call. An inline call that overruns the
-    budget (`overran`: by waiting or computing, not by being preempted) sends the function
-    back to the worker threads for good, so a function that blocks stalls the loop at most
-    once. ``inline`` pins the choice: True runs every call on
-    the loop, False every call on a worker thread.
+    A plain ``def`` (that takes neither the `Context` nor a `mcpline.Depends`) is timed
+    while it runs on a worker thread: after `PROVE_CALLS` calls in a row within
+    `INLINE_BUDGET` each, it runs inline on the event loop, saving two thread switches per
+    call. An inline call that overruns the budget (`overran`: by waiting or computing, not by
+    being preempted) sends the function back to the worker threads for good, so a function
+    that blocks stalls the loop at most once. ``inline`` pins the choice: True runs every
+    call on the loop, False every call on a worker thread.
     """
 
-    __slots__ = ("fn", "context_param", "is_async", "inline", "pinned", "_streak")
+    __slots__ = ("context_param", "depends", "fn", "inline", "is_async", "pinned", "_streak")
 
     def __init__(
         self,
         fn: Callable[..., Any],
         context_param: str | None,
         is_async: bool,
+        depends: Mapping[str, Depends],
         inline: bool | None = None,
     ) -> None:
         self.fn = fn
         self.context_param = context_param
         self.is_async = is_async
-        self.pinned = inline is not None or context_param is not None
-        """Whether the thread choice is fixed (given, or a function taking the `Context`,
-        which may wait on the loop, always gets a thread)."""
+        self.depends = depends
+        """Parameters filled by `mcpline.Depends` before each run."""
+        self.pinned = inline is not None or context_param is not None or bool(depends)
+        """Whether the thread choice is fixed (given; or a function taking the `Context`, or
+        dependencies, which may wait on the loop, always gets a thread)."""
         self.inline = bool(inline) and not is_async
         """Whether calls of a plain function run on the event loop."""
         self._streak = 0
@@ -174,7 +178,8 @@ class UserFunction:
         """``context_param`` when the caller already knows it (from a `Signature`), else
         found from the annotations."""
         param = context_param if context_param is not None else find_context_param(fn)
-        return cls(fn, param, inspect.iscoroutinefunction(fn), inline)
+        depends = dependencies(fn, wants_context)
+        return cls(fn, param, inspect.iscoroutinefunction(fn), depends, inline)
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
@@ -184,6 +189,9 @@ class UserFunction:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
             ctx.new_run()
+        if self.depends:
+            for name, dep in self.depends.items():
+                kwargs[name] = await dep.resolve(ctx, run_sync)
         fn = self.fn
         try:
             if self.is_async:

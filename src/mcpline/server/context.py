@@ -222,6 +222,16 @@ class Context(Generic[LifespanT]):
         binding = self._exchange.binding
         return None if binding is None else binding.principal
 
+    @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The HTTP request's headers, read-only, by lower-case name (repeated fields joined
+        by commas); ``None`` on stdio, sockets and task runs."""
+        found = getattr(self._exchange.binding, "headers", None)
+        if found is None:
+            return None
+        view: Mapping[str, str] = found.view()
+        return view
+
     def close_sse_stream(self) -> None:
         """End the HTTP event stream of this request now, before its result, in a legacy
         (2025-11-25) HTTP session: the client reconnects with ``Last-Event-ID`` and gets the

@@ -249,6 +249,28 @@ def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any
                 return
 
 
+class Middleware(Protocol):
+    """What the engine asks of a middleware chain (`mcpline.middleware.Chain`)."""
+
+    def request(
+        self,
+        exchange: Exchange,
+        ctx: Context | None,
+        awaitable: Awaitable[dict[str, Any]],
+        *,
+        task: RequestId | None = None,
+    ) -> Awaitable[dict[str, Any]]:
+        """``awaitable`` (the request's handler; raising its refusal when ``ctx`` is None;
+        ``task``: the id of a task whose run this is) run through the chain."""
+        ...
+
+    def notification(
+        self, peer: Peer, note: Notification, deliver: Callable[[Peer, Notification], None]
+    ) -> None:
+        """``note`` run through the chain, ending in ``deliver(peer, note)``."""
+        ...
+
+
 MAX_PENDING_CHANGES = 65_536
 """Distinct changes that may wait for one event loop; past it, new ones are dropped (logged)."""
 
@@ -276,6 +298,8 @@ class Engine:
         self._pending: dict[asyncio.AbstractEventLoop, dict[Change, None]] = {}
         self._pending_lock = threading.Lock()
         self._dropped = 0
+        self.middleware: Middleware | None = None
+        """The middleware chain every request and notification goes through (None: none)."""
 
     # --- requests ------------------------------------------------------------------------
 
@@ -297,22 +321,31 @@ class Engine:
         return routed
 
     def start(self, exchange: Exchange) -> None:
-        """Route ``exchange`` and run it; a request refused at once is answered at once.
+        """Route ``exchange`` and run it (through the middleware, if any); without middleware
+        a request refused at once is answered at once.
 
-        It runs as a task; an eager one (`Exchange.eager`) first runs here, up to where it
-        first waits, and gets a task only if it does."""
+        It runs as a task; an eager one (`Exchange.eager`, and no middleware) first runs
+        here, up to where it first waits, and gets a task only if it does."""
         req = exchange.request
+        chain = self.middleware
         try:
             ctx, awaitable, long_lived = self.route(exchange)
         except Exception as exc:
-            err = wire_error(exc, req.method)
-            exchange.reply(error_response(req.id, err.code, err.message, err.data))
+            if chain is None:
+                err = wire_error(exc, req.method)
+                exchange.reply(error_response(req.id, err.code, err.message, err.data))
+                return
+            exchange.move(Phase.RUNNING)
+            refused = chain.request(exchange, None, _raise(exc))
+            exchange.task = exchange.peer.loop.create_task(self._run(exchange, refused))
             return
         exchange.ctx = ctx
+        if chain is not None:
+            awaitable = chain.request(exchange, ctx, awaitable)
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
         coro = self._run(exchange, awaitable)
         loop = exchange.peer.loop
-        if not (exchange.eager and EAGER):
+        if not (exchange.eager and EAGER and chain is None):
             exchange.task = loop.create_task(coro)
             return
         # Run it here up to its first suspension, in a context of its own: most such
@@ -345,6 +378,13 @@ class Engine:
 
     def notification(self, peer: Peer, note: Notification) -> None:
         """A notification other than ``notifications/cancelled`` (which the peer handles)."""
+        if self.middleware is not None:
+            self.middleware.notification(peer, note, self.notify_eras)
+        else:
+            self.notify_eras(peer, note)
+
+    def notify_eras(self, peer: Peer, note: Notification) -> None:
+        """Hand ``note`` to the first era that takes it."""
         for era in self.eras:
             try:
                 if era.on_notification(peer, note):
@@ -431,11 +471,16 @@ class Engine:
                 era.resource_updated(peer, value)
 
 
+async def _raise(exc: Exception) -> dict[str, Any]:
+    raise exc
+
+
 __all__ = [
     "Binding",
     "Engine",
     "Exchange",
     "FINAL",
+    "Middleware",
     "MOVES",
     "Peer",
     "Phase",

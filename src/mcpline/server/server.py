@@ -87,6 +87,8 @@ class Server:
       ``task_poll_interval_ms``. ``task_quota`` bounds what tasks keep per principal and in
       all (a `mcpline.server.tasks.quota.TaskQuota` or its spec; default
       ``$MCPLINE_TASK_QUOTA``, else the defaults).
+    * **Middleware**: ``middleware`` runs around every request and notification, first
+      outermost (see `add_middleware` and `mcpline.middleware`).
     """
 
     def __init__(
@@ -138,6 +140,8 @@ class Server:
         self._dispatch.engine = engine
         self.runtime = Runtime(engine, self._services, self.options, self.registry)
         """What transports serve this server through (`mcpline.server.runtime`)."""
+        for item in options.get("middleware", ()):
+            self.add_middleware(item)
 
     @property
     def legacy(self) -> LegacyEra:
@@ -147,6 +151,13 @@ class Server:
         if self._legacy is None:
             raise RuntimeError("this server was built with legacy=False: it has no legacy era")
         return self._legacy
+
+    def add_middleware(self, middleware: Any) -> None:
+        """Add ``middleware`` (a `mcpline.middleware.Middleware` or an async callable
+        ``(mctx, call_next)``) inside those added before it; see docs/middleware.md."""
+        from ..middleware._chain import chain_of
+
+        chain_of(self.runtime.engine).add(middleware)
 
     # --- registration ------------------------------------------------------------------
 
@@ -264,14 +275,6 @@ class Server:
         """Unregister a resource or template by URI/template; `KeyError` if there is none."""
         self.registry.remove_resource(uri)
         self.list_changed("resources")
-
-    def resource_template(
-        self, uri_template: str, **options: Unpack[ResourceOptions]
-    ) -> Callable[[F], F]:
-        """Same as `resource`, insisting that ``uri_template`` has ``{variables}``."""
-        if "{" not in uri_template:
-            raise ValueError(f"{uri_template!r} has no {{variables}}; use server.resource()")
-        return self.resource(uri_template, **options)
 
     @property
     def resources(self) -> dict[str, Resource]:

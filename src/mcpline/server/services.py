@@ -59,6 +59,11 @@ class Services:
         """Some transport is inside `running` now."""
         return self._users > 0
 
+    @property
+    def bus(self) -> NotificationBus | None:
+        """The bus run while serving (None: this process only)."""
+        return self._bus
+
     def set_bus(self, bus: NotificationBus | None) -> None:
         """Run ``bus`` from the next start on; `RuntimeError` while serving."""
         if self._users:

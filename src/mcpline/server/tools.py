@@ -8,6 +8,7 @@ import re
 import sys
 import typing
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
         from typing_extensions import Unpack
 
 log = logging.getLogger("mcpline.server")
+
+TOOL_FAILURE: ContextVar[BaseException | None] = ContextVar("mcpline.tool_failure", default=None)
+"""The exception a tool body raised (not a `ToolError`) in the request being served, set when
+its ``isError`` result was made (error masking middleware reads it)."""
 
 NAME_RE = re.compile(rf"^[A-Za-z0-9_.-]{{1,{TOOL_NAME_MAX}}}$")
 """Tool names: 1 to `TOOL_NAME_MAX` characters of ``A-Z a-z 0-9 _ - .``."""
@@ -291,8 +296,15 @@ async def invoke(
         if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
             raise
         log.exception("tool %r raised", tool.name)
-        detail = str(exc) or "no details"
-        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
+        return failure_result(tool, exc)
+
+
+def failure_result(tool: Tool, exc: Exception) -> dict[str, Any]:
+    """The ``isError`` result of a tool whose body raised ``exc`` (not a `ToolError`): its
+    type and text, kept as `TOOL_FAILURE` for error masking."""
+    TOOL_FAILURE.set(exc)
+    detail = str(exc) or "no details"
+    return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
 
 
 __all__ = [
@@ -300,10 +312,12 @@ __all__ = [
     "check_name",
     "Deferred",
     "error_result",
+    "failure_result",
     "tool_header_params",
     "invoke",
     "make_tool",
     "NAME_RE",
     "shape_result",
     "Tool",
+    "TOOL_FAILURE",
 ]

@@ -212,6 +212,12 @@ FLAGS: dict[str, Flag] = _flags(
         metavar="SPEC",
     ),
     Flag(
+        "--metrics",
+        "serve Prometheus metrics at /metrics, behind the same checks and --auth as the "
+        "endpoint (see docs/observability.md)",
+        action="store_true",
+    ),
+    Flag(
         "--oauth-proxy",
         "serve an OAuth authorization server that signs users in at an identity provider, "
         "e.g. provider=github,client_id=ID or upstream=URL,client_id=ID (secret: "
@@ -287,6 +293,7 @@ HTTP_FLAGS = (
     *(flag for flag, _, _ in SHARE_FLAGS),
     "--auth",
     "--oauth-proxy",
+    "--metrics",
     "--max-connections",
     "--idle-timeout",
 )

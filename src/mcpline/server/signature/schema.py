@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from ..depends import Depends
 from .annotations import (
     McpHeader,
     Translate,
@@ -140,6 +141,8 @@ class Signature:
             hint = hints.get(pname, Any)
             if skip(hint):
                 self.context_param = pname
+                continue
+            if isinstance(p.default, Depends):  # filled by the framework, not the client
                 continue
             if p.kind is p.VAR_KEYWORD:
                 self.var_kw = True

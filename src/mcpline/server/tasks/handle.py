@@ -11,7 +11,7 @@ from typing import Any
 
 from ...errors import JsonRpcError, ToolError
 from ..mrtr import InputRequired
-from ..tools import Deferred, Tool, error_result, shape_result
+from ..tools import Deferred, Tool, error_result, failure_result, shape_result
 
 log = logging.getLogger("mcpline.server")
 
@@ -91,8 +91,7 @@ async def shaped(
         raise
     except Exception as exc:
         log.exception("the task of tool %r raised", tool.name)
-        detail = str(exc) or "no details"
-        return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
+        return failure_result(tool, exc)
 
 
 __all__ = ["Task", "shaped"]

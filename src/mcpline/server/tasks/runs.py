@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -191,7 +192,9 @@ class TaskRuns:
                     raise InvalidParams(f"Unknown tool: {rec.tool!r}", {"name": rec.tool})
                 if handle is None:
                     try:
-                        result = await invoke(tool, rec.arguments, ctx, submit)
+                        result = await self._through_chain(
+                            exchange, ctx, invoke(tool, rec.arguments, ctx, submit)
+                        )
                     except Deferred as deferred:
                         if not isinstance(deferred, Task):
                             raise
@@ -225,6 +228,13 @@ class TaskRuns:
             log.exception("could not record the end of task %s", rec.id[:8])
         finally:
             self._runs.pop(rec.id, None)
+
+    def _through_chain(
+        self, exchange: Exchange, ctx: Context, run: Awaitable[dict[str, Any]]
+    ) -> Awaitable[dict[str, Any]]:
+        """``run`` (a task's tool call) through the server's middleware, if it has any."""
+        chain = self._d.engine.middleware
+        return run if chain is None else chain.request(exchange, ctx, run, task=exchange.id)
 
     async def _stopped(self, task_id: str, handle: Task | None) -> dict[str, Any] | None:
         run = self._runs.get(task_id)

@@ -27,6 +27,7 @@ request has the values it needs.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,16 @@ from .security import Gatekeeper
 
 RETRY_AFTER_SECONDS = 1
 """What a 503 of a momentary limit (bodies in flight, connections) asks the client to wait."""
+
+LIMIT_HITS: Counter[str] = Counter()
+"""How often each limit of this process answered at its bound, by option name (what
+``/metrics`` shows); `hit` counts one."""
+
+
+def hit(limit: str) -> None:
+    """Count one answer of ``limit`` (an option name, such as ``max_body_bytes``) at its
+    bound."""
+    LIMIT_HITS[limit] += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +60,12 @@ class Refusal:
     code: int = INVALID_REQUEST
     headers: tuple[tuple[bytes, bytes], ...] = ()
     close: bool = False
+    limit: str = ""
+    """The option whose bound this is (counted by `hit`), "" for a refusal of no limit."""
+
+    def __post_init__(self) -> None:
+        if self.limit:
+            hit(self.limit)
 
     def response_headers(self) -> list[tuple[bytes, bytes]]:
         """`headers`, with ``connection: close`` when the connection is to close."""
@@ -58,7 +75,7 @@ class Refusal:
         return out
 
 
-def busy(message: str, *, close: bool = False) -> Refusal:
+def busy(message: str, *, close: bool = False, limit: str = "") -> Refusal:
     """503 Service Unavailable with ``Retry-After`` (a momentary limit was reached)."""
     retry = str(RETRY_AFTER_SECONDS).encode("ascii")
     return Refusal(
@@ -67,6 +84,7 @@ def busy(message: str, *, close: bool = False) -> Refusal:
         INTERNAL_ERROR,
         ((b"retry-after", retry),),
         close,
+        limit,
     )
 
 
@@ -77,7 +95,9 @@ def header_size(size: int, limit: int) -> Refusal | None:
     """431 when the header block (``size`` bytes) is over ``limit`` bytes."""
     if size <= limit:
         return None
-    return Refusal(431, f"Request Header Fields Too Large: over {limit} bytes")
+    return Refusal(
+        431, f"Request Header Fields Too Large: over {limit} bytes", limit="max_header_bytes"
+    )
 
 
 def origin(gate: Gatekeeper, value: str | None, bound: tuple[str, int] | None) -> Refusal | None:
@@ -142,7 +162,12 @@ def body_size(size: int, limit: int) -> Refusal | None:
 
 def too_large(limit: int) -> Refusal:
     """413 Payload Too Large, the connection closed (the rest of the body is not read)."""
-    return Refusal(413, f"Payload Too Large: the body exceeds {limit} bytes", close=True)
+    return Refusal(
+        413,
+        f"Payload Too Large: the body exceeds {limit} bytes",
+        close=True,
+        limit="max_body_bytes",
+    )
 
 
 def over_budget(held: int, more: int, budget: int) -> Refusal | None:
@@ -153,6 +178,7 @@ def over_budget(held: int, more: int, budget: int) -> Refusal | None:
     return busy(
         f"request bodies in flight would exceed {budget} bytes (max_body_total_bytes); retry",
         close=True,
+        limit="max_body_total_bytes",
     )
 
 
@@ -161,7 +187,9 @@ def connection_limit(open_connections: int, limit: int) -> Refusal | None:
     is over ``limit``."""
     if open_connections <= limit:
         return None
-    return busy(f"{limit} connections are open (max_connections)", close=True)
+    return busy(
+        f"{limit} connections are open (max_connections)", close=True, limit="max_connections"
+    )
 
 
 def over_share(what: str, used: int, limit: int, option: str, *, client: bool) -> Refusal | None:
@@ -172,9 +200,9 @@ def over_share(what: str, used: int, limit: int, option: str, *, client: bool) -
     retry = ((b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii")),)
     if client:
         why = f"Too Many Requests: this client has {used} {what} ({option}); retry later"
-        return Refusal(429, why, INTERNAL_ERROR, retry)
+        return Refusal(429, why, INTERNAL_ERROR, retry, limit=option)
     why = f"Service Unavailable: the server has {used} {what} ({option}); retry later"
-    return Refusal(503, why, INTERNAL_ERROR, retry)
+    return Refusal(503, why, INTERNAL_ERROR, retry, limit=option)
 
 
 def client_key(principal_key: str | None, address: Any) -> str:
@@ -289,7 +317,8 @@ class RateLimit:
                 f"Too Many Requests: this client opens {what} faster than {self.rate:g} a "
                 f"second; retry in {wait} s"
             )
-            return Refusal(429, why, INTERNAL_ERROR, ((b"retry-after", str(wait).encode()),))
+            retry = ((b"retry-after", str(wait).encode()),)
+            return Refusal(429, why, INTERNAL_ERROR, retry, limit="session_rate")
         self.buckets[client] = (tokens - 1, now)
         if len(self.buckets) > self.max_clients:
             self._prune(now)
@@ -381,6 +410,8 @@ __all__ = [
     "not_allowed",
     "origin",
     "over_budget",
+    "hit",
+    "LIMIT_HITS",
     "over_share",
     "RateLimit",
     "Refusal",

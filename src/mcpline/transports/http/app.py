@@ -28,6 +28,7 @@ from ...wire import encode
 from . import admission, auth_gate, legacy, modern, respond, sse
 from .headers import PROTOCOL_VERSION, SESSION_ID, Headers, is_modern_version
 from .legacy import Sessions
+from .probes import Probes
 from .security import WELL_KNOWN, Gatekeeper, TokenVerifier
 from .security import check_metadata as _check_metadata
 from .timers import FixedDelayTimers
@@ -84,6 +85,8 @@ class HttpApp:
     resumption, and tells the client to wait ``retry_ms`` before reconnecting.
     ``oauth_proxy`` (`mcpline.server.auth.proxy.OAuthProxy`) serves an authorization server
     beside the endpoint, whose tokens it verifies and which its metadata names.
+    ``health`` serves ``/healthz`` and ``/readyz``; ``metrics`` serves ``/metrics`` (behind
+    the same checks and token as the endpoint), see docs/observability.md.
     """
 
     def __init__(
@@ -111,6 +114,8 @@ class HttpApp:
         session_rate: float | None = None,
         replay_bytes: int = 1024 * 1024,
         retry_ms: int = 1000,
+        health: bool = True,
+        metrics: bool = False,
         oauth_proxy: OAuthProxy | None = None,
     ) -> None:
         if not path.startswith("/"):
@@ -190,6 +195,13 @@ class HttpApp:
         self._expiry: asyncio.Task[None] | None = None
         self._ending: asyncio.Task[None] | None = None
         self._stopping = False
+        self.probes = Probes(self, health=health, metrics=metrics)
+        """``/healthz``, ``/readyz`` and ``/metrics`` (see `mcpline.transports.http.probes`)."""
+
+    @property
+    def stopping(self) -> bool:
+        """The app takes no more requests (it is shutting down)."""
+        return self._stopping
 
     @property
     def engine(self) -> Engine:
@@ -306,6 +318,10 @@ class HttpApp:
             if self.oauth_proxy is not None and self.oauth_proxy.handles(route):
                 await self.oauth_proxy.handle(route, scope, receive, send)
                 return
+            probe = self.probes.routes.get(route)
+            if probe is not None:
+                await probe(scope, send)
+                return
             await respond.start(send, 404, [(b"content-type", b"text/plain")])
             await respond.body(send, b"Not Found")
             return
@@ -386,7 +402,7 @@ class HttpApp:
             return exc.refusal
         if isinstance(exc, respond.BodyTimeout):
             why = f"Request Timeout: the body did not arrive within {self.body_timeout:g} s"
-            return admission.Refusal(408, why, close=True)
+            return admission.Refusal(408, why, close=True, limit="body_timeout")
         return admission.too_large(self.max_body_bytes)
 
     async def _answer(

@@ -107,14 +107,20 @@ def raw_response(refusal: admission.Refusal) -> bytes:
 def head_too_slow(timeout: float) -> admission.Refusal:
     """408: the request's head did not arrive whole in time."""
     return admission.Refusal(
-        408, f"Request Timeout: the request headers did not arrive within {timeout:g} s", close=True
+        408,
+        f"Request Timeout: the request headers did not arrive within {timeout:g} s",
+        close=True,
+        limit="header_timeout",
     )
 
 
 def head_too_large(limit: int) -> admission.Refusal:
     """431: the request's head is over ``limit`` bytes."""
     return admission.Refusal(
-        431, f"Request Header Fields Too Large: the request head exceeds {limit} bytes", close=True
+        431,
+        f"Request Header Fields Too Large: the request head exceeds {limit} bytes",
+        close=True,
+        limit="max_head_bytes",
     )
 
 

@@ -16,7 +16,8 @@ import decimal
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ...spec import (
@@ -117,6 +118,10 @@ class Headers:
 
     def __contains__(self, name: str) -> bool:
         return name in self._values
+
+    def view(self) -> Mapping[str, str]:
+        """Every header as a read-only mapping, repeated fields joined by commas."""
+        return MappingProxyType({name: self.get(name) or "" for name in self._values})
 
 
 def plain(value: str, header: str) -> str:

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable
 
 from ...server.outbound import Action, Kind, decide
+from .admission import hit
 
 KEEPALIVE = b": keep-alive\n\n"
 """A comment line: clients ignore it; intermediaries see the stream is alive."""
@@ -66,6 +67,7 @@ class OutboundBudget:
             queued = [o for o in self.outboxes if o is not asking and o.size >= DRAINED_WRITE]
             if not queued:
                 return
+            hit("max_outbound_total_bytes")
             max(queued, key=_queued).abort()
 
 
