@@ -254,16 +254,20 @@ def test_signals_fall_back_to_signal_signal_and_reach_the_loop() -> None:
         loop.close()
 
 
-def test_a_loop_with_signal_handlers_is_used_as_it_is() -> None:
+def test_a_loop_with_signal_handlers_is_used_as_it_is_and_the_old_handler_comes_back() -> None:
+    def mine(signum: int, frame: Any) -> None:
+        """A handler of the host's, there before the server's."""
+
     loop = asyncio.new_event_loop()
     got: list[signal.Signals] = []
-    before = signal.getsignal(signal.SIGINT)
+    original = signal.signal(signal.SIGINT, mine)
     try:
         remove = w.install_shutdown_signals(loop, got.append)
-        assert signal.getsignal(signal.SIGINT) is not before  # the loop's own handler
+        assert signal.getsignal(signal.SIGINT) is not mine  # the loop's own handler
         remove()
-        assert signal.getsignal(signal.SIGINT) is before
+        assert signal.getsignal(signal.SIGINT) is mine  # not asyncio's default it resets to
     finally:
+        signal.signal(signal.SIGINT, original)
         loop.close()
 
 

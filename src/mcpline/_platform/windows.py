@@ -174,7 +174,7 @@ def install_shutdown_signals(
     to the loop (``call_soon_threadsafe`` also wakes it). Outside the main thread nothing is
     installed.
     """
-    via_loop: list[signal.Signals] = []
+    via_loop: list[tuple[signal.Signals, Any]] = []
     previous: list[tuple[signal.Signals, Any]] = []
 
     def handler(signum: int, frame: Any) -> None:
@@ -185,6 +185,7 @@ def install_shutdown_signals(
         sig = shutdown_signal(name)
         if sig is None:
             continue
+        before = signal.getsignal(sig)
         try:
             loop.add_signal_handler(sig, callback, sig)
         except NotImplementedError:
@@ -192,7 +193,7 @@ def install_shutdown_signals(
         except (RuntimeError, ValueError):
             continue
         else:
-            via_loop.append(sig)
+            via_loop.append((sig, before))
             continue
         try:
             previous.append((sig, set_handler(sig, handler)))
@@ -200,9 +201,11 @@ def install_shutdown_signals(
             continue
 
     def remove() -> None:
-        for sig in via_loop:
+        for sig, before in via_loop:  # the loop restores the default; put back what was there
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                set_handler(sig, before if before is not None else signal.SIG_DFL)
         for sig, old in previous:
             with contextlib.suppress(ValueError, OSError, TypeError):
                 set_handler(sig, old if old is not None else signal.SIG_DFL)
