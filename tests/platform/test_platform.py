@@ -285,3 +285,27 @@ def test_the_reader_thread_honours_pause_and_resume() -> None:
     t0 = time.monotonic()
     asyncio.run(main())
     assert time.monotonic() - t0 < 15
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX implementation")
+def test_posix_shutdown_signals_give_back_the_handlers_that_were_there() -> None:
+    import signal
+
+    from mcpline._platform import posix
+
+    def mine(signum: int, frame: Any) -> None:
+        """A handler of the host's, there before the server's."""
+
+    loop = asyncio.new_event_loop()
+    got: list[signal.Signals] = []
+    original = signal.signal(signal.SIGTERM, mine)
+    before_int = signal.getsignal(signal.SIGINT)
+    try:
+        remove = posix.install_shutdown_signals(loop, got.append)
+        assert signal.getsignal(signal.SIGTERM) is not mine  # the loop's own handler
+        remove()
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert signal.getsignal(signal.SIGINT) is before_int
+    finally:
+        signal.signal(signal.SIGTERM, original)
+        loop.close()

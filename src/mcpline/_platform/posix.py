@@ -144,16 +144,24 @@ def install_shutdown_signals(
     loop: asyncio.AbstractEventLoop, callback: Callable[[signal.Signals], None]
 ) -> Callable[[], None]:
     """Call ``callback(sig)`` on the loop for SIGTERM, SIGINT and SIGHUP; return a function
-    that removes the handlers. Outside the main thread nothing is installed."""
-    sigs = [getattr(signal, name) for name in SHUTDOWN_SIGNALS if hasattr(signal, name)]
-    for sig in sigs:
+    that removes the handlers and puts back those that were there before (asyncio's removal
+    alone resets each to its default). Outside the main thread nothing is installed."""
+    installed: list[tuple[signal.Signals, Any]] = []
+    for name in SHUTDOWN_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        before = signal.getsignal(sig)
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, callback, sig)
+            installed.append((sig, before))
 
     def remove() -> None:
-        for sig in sigs:
+        for sig, before in installed:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, before if before is not None else signal.SIG_DFL)
 
     return remove
 
