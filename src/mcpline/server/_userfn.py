@@ -20,7 +20,7 @@ from time import perf_counter, thread_time
 from typing import Any
 
 from .context import Context
-from .depends import Depends, dependencies
+from .depends import Dependency, dependencies
 from .mrtr import InputRequired
 
 RunSync = Callable[[Callable[[], Any]], Awaitable[Any]]
@@ -152,7 +152,7 @@ class UserFunction:
         fn: Callable[..., Any],
         context_param: str | None,
         is_async: bool,
-        depends: Mapping[str, Depends],
+        depends: Mapping[str, Dependency],
         inline: bool | None = None,
     ) -> None:
         self.fn = fn

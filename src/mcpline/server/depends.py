@@ -32,8 +32,8 @@ IsContext = Callable[[Any], bool]
 _OVERRIDES: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
-class Depends:
-    """A parameter default asking for ``fn``'s value (see the module)."""
+class Dependency:
+    """A parameter default asking for ``fn``'s value (what `Depends` makes; see the module)."""
 
     __slots__ = ("fn", "once", "_plan", "_is_context")
 
@@ -42,21 +42,21 @@ class Depends:
             raise TypeError(f"Depends takes a function, not {fn!r}")
         self.fn = fn
         self.once = once
-        self._plan: tuple[str | None, dict[str, Depends]] | None = None
+        self._plan: tuple[str | None, dict[str, Dependency]] | None = None
         self._is_context: IsContext = _no_context
 
     def __repr__(self) -> str:
         once = ", once=True" if self.once else ""
         return f"Depends({getattr(self.fn, '__qualname__', self.fn)!r}{once})"
 
-    def _parameters(self, fn: Callable[..., Any]) -> tuple[str | None, dict[str, Depends]]:
+    def _parameters(self, fn: Callable[..., Any]) -> tuple[str | None, dict[str, Dependency]]:
         """Where ``fn`` takes the context, and its own dependencies."""
         wants_context = self._is_context
         hints = typing.get_type_hints(fn, include_extras=True)
         ctx_param: str | None = None
-        nested: dict[str, Depends] = {}
+        nested: dict[str, Dependency] = {}
         for name, p in inspect.signature(fn).parameters.items():
-            if isinstance(p.default, Depends):
+            if isinstance(p.default, Dependency):
                 nested[name] = p.default
             elif wants_context(hints.get(name)):
                 ctx_param = name
@@ -109,6 +109,13 @@ class Depends:
         return value
 
 
+def Depends(fn: Callable[..., Any], *, once: bool = False) -> Any:
+    """A parameter default asking for ``fn``'s value: ``db: DB = Depends(get_db)``. Typed as
+    ``Any``, as FastAPI's is, so that it fits the parameter's own annotation; it is a
+    `Dependency`."""
+    return Dependency(fn, once=once)
+
+
 @contextlib.contextmanager
 def override(fn: Callable[..., Any], replacement: Callable[..., Any]) -> Iterator[None]:
     """Within the block, every ``Depends(fn)`` calls ``replacement`` instead (for tests;
@@ -124,13 +131,13 @@ def override(fn: Callable[..., Any], replacement: Callable[..., Any]) -> Iterato
             _OVERRIDES[fn] = before
 
 
-def dependencies(fn: Callable[..., Any], is_context: IsContext) -> dict[str, Depends]:
+def dependencies(fn: Callable[..., Any], is_context: IsContext) -> dict[str, Dependency]:
     """The parameters of ``fn`` that default to `Depends`, each dependency's own parameters
     checked (`TypeError` for one that is neither a context, a dependency nor defaulted)."""
     found = {
         name: p.default
         for name, p in inspect.signature(fn).parameters.items()
-        if isinstance(p.default, Depends)
+        if isinstance(p.default, Dependency)
     }
     for dep in found.values():
         dep.check(is_context)
@@ -141,4 +148,4 @@ def _no_context(hint: Any) -> bool:
     return False
 
 
-__all__ = ["Depends", "dependencies", "override"]
+__all__ = ["Dependency", "dependencies", "Depends", "override"]

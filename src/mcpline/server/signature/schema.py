@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ..depends import Depends
+from ..depends import Dependency
 from .annotations import (
     McpHeader,
     Translate,
@@ -142,7 +142,7 @@ class Signature:
             if skip(hint):
                 self.context_param = pname
                 continue
-            if isinstance(p.default, Depends):  # filled by the framework, not the client
+            if isinstance(p.default, Dependency):  # filled by the framework, not the client
                 continue
             if p.kind is p.VAR_KEYWORD:
                 self.var_kw = True
