@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,6 +34,49 @@ _INTS = ("cache_size", "max_proofs", "max_introspections")
 _TEXTS = ("client_id", "client_secret", "scopes")
 
 
+def spec_values(
+    spec: str,
+    *,
+    urls: Collection[str],
+    numbers: Mapping[str, type[int] | type[float]],
+    texts: Collection[str],
+    zero_ok: Collection[str] = (),
+) -> dict[str, Any]:
+    """The ``key=value,...`` settings of a spec (``--auth``, ``--oauth-proxy``), each checked
+    by its kind: an http(s) URL (``urls``), a positive number of its type (``numbers``; 0 too
+    for ``zero_ok``) or text (``texts``). `ValueError` naming a malformed, repeated, unknown
+    or bad key."""
+    values: dict[str, Any] = {}
+    for item in spec.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not value:
+            raise ValueError(f"{item.strip()!r} is not key=value")
+        if key in values:
+            raise ValueError(f"{key} is given twice")
+        if key in urls:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"{key} must be an http(s) URL")
+            values[key] = value
+        elif key in numbers:
+            try:
+                number = numbers[key](value)
+            except ValueError:
+                raise ValueError(f"{key} must be a number") from None
+            if number < 0 or (number == 0 and key not in zero_ok):
+                raise ValueError(f"{key} must be positive")
+            values[key] = number
+        elif key in texts:
+            values[key] = value
+        else:
+            known = ", ".join(sorted((*urls, *numbers, *texts)))
+            raise ValueError(f"unknown key {key!r} (known: {known})")
+    return values
+
+
 @dataclass(frozen=True)
 class AuthConfig:
     """A parsed ``--auth`` spec (`parse`)."""
@@ -45,33 +88,11 @@ class AuthConfig:
         cls, spec: str, *, default_audience: str | None = None, env: Mapping[str, str] = {}
     ) -> AuthConfig:
         """The spec's settings; `ValueError` naming what is wrong."""
-        values: dict[str, Any] = {}
-        for item in spec.split(","):
-            if not item.strip():
-                continue
-            key, sep, value = item.partition("=")
-            key, value = key.strip(), value.strip()
-            if not sep or not value:
-                raise ValueError(f"{item.strip()!r} is not key=value")
-            if key in values:
-                raise ValueError(f"{key} is given twice")
-            if key in _URLS:
-                if urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
-                    raise ValueError(f"{key} must be an http(s) URL")
-                values[key] = value
-            elif key in _FLOATS or key in _INTS:
-                try:
-                    number = float(value) if key in _FLOATS else int(value)
-                except ValueError:
-                    raise ValueError(f"{key} must be a number") from None
-                if number < 0 or (number == 0 and key not in ("leeway", "min_refetch")):
-                    raise ValueError(f"{key} must be positive")
-                values[key] = number
-            elif key in _TEXTS:
-                values[key] = value
-            else:
-                known = ", ".join(sorted((*_URLS, *_FLOATS, *_INTS, *_TEXTS)))
-                raise ValueError(f"unknown key {key!r} (known: {known})")
+        numbers: dict[str, type[int] | type[float]] = {k: float for k in _FLOATS}
+        numbers.update((k, int) for k in _INTS)
+        values = spec_values(
+            spec, urls=_URLS, numbers=numbers, texts=_TEXTS, zero_ok=("leeway", "min_refetch")
+        )
         if ("jwks" in values) == ("introspection" in values):
             raise ValueError("give either jwks=URL (with issuer=URL) or introspection=URL")
         if "jwks" in values and "issuer" not in values:
@@ -152,4 +173,4 @@ def app_options(
     return {"verify_token": config.verifier(), "resource_metadata": config.metadata()}
 
 
-__all__ = ["AUTH_ENV", "AuthConfig", "SECRET_ENV", "app_options"]
+__all__ = ["AUTH_ENV", "AuthConfig", "SECRET_ENV", "app_options", "spec_values"]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from .config import spec_values
 from .proxy import OAuthProxy, ProxyLimits
 from .proxy_upstream import PRESETS, Upstream
 
@@ -40,41 +41,16 @@ _TEXTS = (
     "signing_key",
     "allow_loopback_documents",
 )
-_LIMITS = {f.name: f.type for f in dataclasses.fields(ProxyLimits)}
+_LIMITS: dict[str, type[int] | type[float]] = {
+    f.name: float if f.type in (float, "float") else int for f in dataclasses.fields(ProxyLimits)
+}
 
 
 def parse(
     spec: str, *, default_issuer: str | None = None, env: Mapping[str, str] = {}
 ) -> dict[str, Any]:
     """The spec's settings, checked; `ValueError` naming what is wrong."""
-    values: dict[str, Any] = {}
-    for item in spec.split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not value:
-            raise ValueError(f"{item.strip()!r} is not key=value")
-        if key in values:
-            raise ValueError(f"{key} is given twice")
-        if key in _URLS:
-            parts = urlsplit(value)
-            if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{key} must be an http(s) URL")
-            values[key] = value
-        elif key in _LIMITS:
-            try:
-                number = float(value) if _LIMITS[key] in (float, "float") else int(value)
-            except ValueError:
-                raise ValueError(f"{key} must be a number") from None
-            if number <= 0:
-                raise ValueError(f"{key} must be positive")
-            values[key] = number
-        elif key in _TEXTS:
-            values[key] = value
-        else:
-            known = ", ".join(sorted((*_URLS, *_TEXTS, *_LIMITS)))
-            raise ValueError(f"unknown key {key!r} (known: {known})")
+    values = spec_values(spec, urls=_URLS, numbers=_LIMITS, texts=_TEXTS)
     provider = values.get("provider")
     if provider is not None and provider not in PRESETS:
         raise ValueError(f"provider must be one of {', '.join(PRESETS)}")
