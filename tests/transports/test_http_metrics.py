@@ -142,7 +142,7 @@ def test_metrics_only_for_http() -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2
-    assert "--metrics" in done.stderr and "are for --http" in done.stderr
+    assert "--metrics" in done.stderr and "only for http" in done.stderr
 
 
 def test_render_escapes_labels() -> None:

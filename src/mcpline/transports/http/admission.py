@@ -6,7 +6,7 @@ socket, so each is tested alone; the app climbs them in order, chaining with ``o
 
     refusal = header_size(headers.size, limit) or host(gate, headers.get("host"), bound)
     if refusal is not None:
-        await refuse(send, refusal, extra)  # mcpline.transports.http.app.refuse
+        await respond.refuse(send, refusal, extra)  # mcpline.transports.http.respond
         return
 
 Counters whose decisions are rungs live here too: `BodyBudget` (bytes of request bodies

@@ -299,6 +299,16 @@ class HttpApp:
             (b"vary", b"origin"),
         ]
 
+    def screen(self, scope: dict[str, Any], headers: Headers) -> admission.Refusal | None:
+        """The rungs every request climbs first, on any path the app serves: the header
+        block's size (431), ``Origin`` (403) and ``Host`` (421)."""
+        bound = _bound(scope)
+        return (
+            admission.header_size(headers.size, self.max_header_bytes)
+            or admission.origin(self.gate, headers.get("origin"), bound)
+            or admission.host(self.gate, headers.get("host"), bound)
+        )
+
     def _route(self, scope: dict[str, Any]) -> str:
         path: str = scope.get("path", "")
         root: str = scope.get("root_path", "")
@@ -326,14 +336,9 @@ class HttpApp:
             await respond.body(send, b"Not Found")
             return
         headers = Headers(scope.get("headers", ()))
-        bound = _bound(scope)
-        refusal = (
-            admission.header_size(headers.size, self.max_header_bytes)
-            or admission.origin(self.gate, headers.get("origin"), bound)
-            or admission.host(self.gate, headers.get("host"), bound)
-        )
+        refusal = self.screen(scope, headers)
         if refusal is not None:
-            await refuse(send, refusal)
+            await respond.refuse(send, refusal)
             return
         if method == "OPTIONS":
             await self._preflight(headers, send)
@@ -342,7 +347,7 @@ class HttpApp:
         refusal = admission.method(method, self.allow)
         principal = None
         if refusal is not None:
-            await refuse(send, refusal, extra)
+            await respond.refuse(send, refusal, extra)
             return
         if self.verify_token is not None:
             principal = await auth_gate.authenticate(
@@ -356,9 +361,9 @@ class HttpApp:
         if method == "POST":
             await self._post(headers, principal, client, receive, send, extra)
         elif not self.legacy or is_modern_version(headers.get(PROTOCOL_VERSION)):
-            await refuse(send, admission.not_allowed(b"POST"), extra)
+            await respond.refuse(send, admission.not_allowed(b"POST"), extra)
         elif SESSION_ID not in headers:
-            await refuse(send, admission.not_allowed(self.allow), extra)
+            await respond.refuse(send, admission.not_allowed(self.allow), extra)
         elif method == "GET":
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
@@ -381,7 +386,7 @@ class HttpApp:
             if refusal is None and length:
                 refusal = admission.body_size(length, self.max_body_bytes) or hold.grow(length)
             if refusal is not None:
-                await refuse(send, refusal, extra)
+                await respond.refuse(send, refusal, extra)
                 return
             try:
                 data = await respond.read_body(
@@ -390,7 +395,7 @@ class HttpApp:
             except respond.Disconnected:
                 return
             except (respond.BodyTooLarge, respond.OverBudget, respond.BodyTimeout) as exc:
-                await refuse(send, self._unread(exc), extra)
+                await respond.refuse(send, self._unread(exc), extra)
                 return
             await self._answer(data, headers, principal, client, receive, send, extra)
         finally:
@@ -434,7 +439,7 @@ class HttpApp:
         listen = isinstance(message, Request) and message.method == LISTEN
         refusal = self.shares.admit(client, listen)
         if refusal is not None:
-            await refuse(send, refusal, extra, _id(message))
+            await respond.refuse(send, refusal, extra, _id(message))
             return
         try:
             if self._modern(message, headers):
@@ -506,17 +511,6 @@ class HttpApp:
         await respond.json(send, 200, data, [(b"access-control-allow-origin", b"*")])
 
 
-async def refuse(
-    send: respond.Send,
-    refusal: admission.Refusal,
-    extra: Iterable[tuple[bytes, bytes]] = (),
-    request_id: Any = None,
-) -> None:
-    """Answer a request the admission ladder refused (``request_id``: once its body is read)."""
-    headers = [*refusal.response_headers(), *extra]
-    await respond.error(send, refusal.status, refusal.code, refusal.message, request_id, headers)
-
-
 def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:
     server = scope.get("server")
     if not server or server[1] is None:
@@ -544,5 +538,4 @@ __all__ = [
     "DEFAULT_MAX_OUTBOUND_TOTAL",
     "DEFAULT_MAX_BODY_BYTES",
     "HttpApp",
-    "refuse",
 ]

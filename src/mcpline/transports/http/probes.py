@@ -84,21 +84,9 @@ class Probes:
             return
         app = self.app
         headers = Headers(scope.get("headers", ()))
-        bound = _bound(scope)
-        refusal = (
-            admission.header_size(headers.size, app.max_header_bytes)
-            or admission.origin(app.gate, headers.get("origin"), bound)
-            or admission.host(app.gate, headers.get("host"), bound)
-        )
+        refusal = app.screen(scope, headers)
         if refusal is not None:
-            await respond.error(
-                send,
-                refusal.status,
-                refusal.code,
-                refusal.message,
-                None,
-                refusal.response_headers(),
-            )
+            await respond.refuse(send, refusal)
             return
         if app.verify_token is not None:
             principal = await auth_gate.authenticate(
@@ -182,13 +170,6 @@ async def _readable(scope: dict[str, Any], send: respond.Send) -> bool:
 async def _text(send: respond.Send, status: int, body: bytes) -> None:
     await respond.start(send, status, TEXT)
     await respond.body(send, body)
-
-
-def _bound(scope: dict[str, Any]) -> tuple[str, int] | None:
-    server = scope.get("server")
-    if not server or server[1] is None:
-        return None
-    return str(server[0]), int(server[1])
 
 
 __all__ = ["Probe", "Probes"]

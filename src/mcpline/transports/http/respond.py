@@ -139,6 +139,17 @@ def error_body(id: RequestId | None, code: int, message: str, data: Any = None) 
     return encode(error_response(id, code, message, data))
 
 
+async def refuse(
+    send: Send,
+    refusal: Refusal,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+    request_id: Any = None,
+) -> None:
+    """Answer a request the admission ladder refused (``request_id``: once its body is read)."""
+    headers = [*refusal.response_headers(), *extra]
+    await error(send, refusal.status, refusal.code, refusal.message, request_id, headers)
+
+
 async def start(send: Send, status: int, headers: Iterable[tuple[bytes, bytes]]) -> None:
     await send({"type": "http.response.start", "status": status, "headers": list(headers)})
 
@@ -272,6 +283,7 @@ __all__ = [
     "JSON_HEADERS",
     "OverBudget",
     "read_body",
+    "refuse",
     "Receive",
     "replied",
     "reply",
