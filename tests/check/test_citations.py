@@ -19,6 +19,10 @@ SPEC_SECTIONS: dict[str, frozenset[str]] = {
     page: frozenset(anchors.split())
     for page, anchors in {
         "basic/authorization": "",
+        "basic/authorization/security-considerations": "confused-deputy-problem "
+        "open-redirection client-id-metadata-document-security",
+        "basic/authorization/client-registration": "client-id-metadata-documents "
+        "dynamic-client-registration",
         "basic/index": "messages requests responses result-responses error-responses "
         "error-codes notifications message-patterns statelessness auth schema "
         "json-schema-usage general-fields meta icons",

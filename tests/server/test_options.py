@@ -36,6 +36,7 @@ SERVER_OWN = {
     "state_single_use",
     "legacy",
     "bus",
+    "middleware",
 }
 """`Server` keywords that the server keeps itself rather than in `ServerOptions`."""
 
