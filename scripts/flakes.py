@@ -19,6 +19,7 @@ import contextlib
 import multiprocessing
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -163,14 +164,19 @@ def run_once(number: int, pytest_args: list[str], max_seconds: float, folder: st
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     cmd += [f"--junitxml={junit}", *pytest_args]
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Its own session: a run cut off at max_seconds ends with every process it started (the
+    # servers its tests spawned included), not only pytest.
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     low, high = float("inf"), 0.0
     tail: list[bytes] = []
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
     while proc.poll() is None:
         if time.monotonic() - started > max_seconds:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             break
         one = os.getloadavg()[0]
