@@ -8,8 +8,9 @@ never imports the server and a tools-only server starts light.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_names
 from ._version import __version__ as __version__
 from .errors import (
     AuthError,
@@ -130,12 +131,4 @@ _LAZY = {
 """Exports whose modules load on first access (the names `TYPE_CHECKING` imports above)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'mcpline' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
