@@ -13,7 +13,8 @@ from mcpline.cli import main
 from mcpline.transports.table import FLAGS, TRANSPORTS, BaseTransport, Row, row_for
 
 from ..proc import EXAMPLES
-from .http_util import MCPLINE, HttpServer, modern_headers, request_body
+from .http_util import MCPLINE, HttpServer, modern_headers, post, request_body
+from .test_http_legacy import LEGACY, headers, initialize, rpc
 
 QUICKSTART = str(EXAMPLES / "quickstart.py")
 EVERYTHING = str(EXAMPLES / "servers" / "everything.py")
@@ -99,6 +100,11 @@ def test_listen_takes_an_http_url_with_the_http_flags() -> None:
         body: Any = request_body(1, "tools/list")
         conn.request("POST", "/rpc", body=body, headers=modern_headers("tools/list"))
         assert conn.getresponse().status == 200
+        initialize(server)
+        initialize(server)
+        params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "3"}}
+        third = post(server, rpc(0, "initialize", params), headers(version=None))
+        assert third.status == 503 and b"max_sessions" in third.body  # --max-sessions 2
     finally:
         assert server.stop() == 0
     assert server.stdout == b""
