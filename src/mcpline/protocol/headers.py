@@ -16,8 +16,7 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..spec import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
@@ -42,8 +41,7 @@ class InvalidHeaderAnnotation(ValueError):
     which and why)."""
 
 
-@dataclass(frozen=True)
-class HeaderParam:
+class HeaderParam(NamedTuple):
     """One annotated tool parameter: header ``Mcp-Param-{name}`` mirrors the argument at
     ``path`` (a chain of ``properties`` keys), of JSON type ``type``."""
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 S = TypeVar("S")
 S_contra = TypeVar("S_contra", contravariant=True)
@@ -65,8 +64,7 @@ class BaseTransport(Generic[S]):
         raise ValueError("this transport has no shorthand flag")
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(NamedTuple):
     """A flag of ``mcpline run`` and the transport option it sets."""
 
     name: str
@@ -91,8 +89,7 @@ class Flag:
         return self.option or self.dest
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """One transport: the addresses it serves and where it is."""
 
     scheme: str
