@@ -157,7 +157,7 @@ class Server:
         ``(mctx, call_next)``) inside those added before it; see docs/middleware.md."""
         from ..middleware._chain import chain_of
 
-        chain_of(self.runtime.engine).add(middleware)
+        chain_of(self.runtime.engine, self._sealer).add(middleware)
 
     # --- registration ------------------------------------------------------------------
 
