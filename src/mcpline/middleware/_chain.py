@@ -37,6 +37,7 @@ from ..spec import (
 if TYPE_CHECKING:
     from ..jsonrpc import RequestId
     from ..protocol.state import StateSealer
+    from ..server.auth.tokens import AccessToken
     from ..server.context import Context
     from ..server.engine import Engine, Exchange, Peer
 
@@ -140,6 +141,16 @@ class MiddlewareContext:
         """The resource URI of ``resources/read``, else ``None``."""
         uri = self.params.get("uri")
         return uri if isinstance(uri, str) else None
+
+    @property
+    def access_token(self) -> AccessToken | None:
+        """The verified OAuth access token (`mcpline.Context.access_token`); ``None`` without
+        one."""
+        if self.principal is None:
+            return None
+        from ..server.auth.tokens import access_token_of
+
+        return access_token_of(self.principal)
 
     @property
     def headers(self) -> Mapping[str, str] | None:

@@ -29,6 +29,7 @@ from ..spec import ELICIT, LOG_LEVEL_RANK, MESSAGE, PROGRESS, PYTHON_LOG_LEVEL
 if TYPE_CHECKING:
     from typing_extensions import TypeVar as TypeVarWithDefault
 
+    from .auth.tokens import AccessToken
     from .engine import Exchange
     from .eras import EraHost
     from .mrtr import InputRequest
@@ -227,6 +228,20 @@ class Context(Generic[LifespanT]):
         ``verify_token`` returned for its bearer token; ``None`` elsewhere."""
         binding = self._exchange.binding
         return None if binding is None else binding.principal
+
+    @property
+    def access_token(self) -> AccessToken | None:
+        """The verified OAuth access token of this HTTP request (``--auth``, the verifiers of
+        `mcpline.server.auth`, the OAuth proxy's tokens): its ``subject``, ``client_id``,
+        ``scopes``, ``expires_at``, ``audience`` and ``claims``, read-only; the token text is
+        never kept. ``None`` on stdio, sockets, unauthenticated HTTP and with a
+        ``verify_token`` of your own that returns something else (see `principal`)."""
+        principal = self.principal
+        if principal is None:
+            return None
+        from .auth.tokens import access_token_of
+
+        return access_token_of(principal)
 
     @property
     def headers(self) -> Mapping[str, str] | None:
