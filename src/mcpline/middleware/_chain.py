@@ -463,6 +463,8 @@ def chain_of(engine: Engine, sealer: StateSealer | None = None) -> Chain:
         chain = engine.middleware = Chain(sealer=sealer)
     if not isinstance(chain, Chain):
         raise TypeError(f"the engine's middleware is not a Chain: {chain!r}")
+    if chain.sealer is None:
+        chain.sealer = sealer
     return chain
 
 
