@@ -302,8 +302,7 @@ def _stdio(args: argparse.Namespace, url: str, headers: dict[str, str], options:
     web = ("allow_origin", "allow_host", "bearer_token_file", "max_body_bytes", "metrics")
     if any(getattr(args, n) for n in web):
         raise _Usage(
-            "--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes, --metrics: "
-            "--http"
+            "--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes, --metrics: --http"
         )
     if not url.startswith(("http://", "https://")):
         raise _Usage(f"--server must be an http(s)://HOST:PORT/mcp URL, not {url[:60]!r}")

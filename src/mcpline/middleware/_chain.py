@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..jsonrpc import Notification
+from ..server._options import DEFAULT_MAX_PENDING_NOTIFICATIONS
 from ..spec import (
     MRTR_METHODS,
     PROMPTS_GET,
@@ -58,9 +59,6 @@ KIND_HOOKS: dict[str, str] = {
     PROMPTS_LIST: "on_list_prompts",
 }
 """The `Middleware` hook called for each method that has one of its own."""
-
-DEFAULT_MAX_PENDING_NOTIFICATIONS = 1024
-"""Notifications that may wait on the chain at once, per chain."""
 
 
 class MiddlewareContext:
@@ -455,16 +453,24 @@ class Chain:
         task.add_done_callback(self._notes.discard)
 
 
-def chain_of(engine: Engine, sealer: StateSealer | None = None) -> Chain:
-    """``engine``'s middleware chain, made empty on first use (with ``sealer``, the
-    server's `StateSealer`)."""
+def chain_of(
+    engine: Engine,
+    sealer: StateSealer | None = None,
+    max_pending_notifications: int | None = None,
+) -> Chain:
+    """``engine``'s middleware chain, made empty on first use; the server's ``sealer`` and
+    ``max_pending_notifications`` are given to it when set."""
     chain = engine.middleware
     if chain is None:
-        chain = engine.middleware = Chain(sealer=sealer)
+        chain = engine.middleware = Chain()
     if not isinstance(chain, Chain):
         raise TypeError(f"the engine's middleware is not a Chain: {chain!r}")
-    if chain.sealer is None:
+    if sealer is not None:
         chain.sealer = sealer
+    if max_pending_notifications is not None:
+        if max_pending_notifications < 1:
+            raise ValueError("max_pending_notifications must be positive")
+        chain.max_pending_notifications = max_pending_notifications
     return chain
 
 
