@@ -6,6 +6,7 @@ state goes through the whole chain as a first round (rate limits count it)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -123,6 +124,29 @@ def test_rate_limits_count_requests_not_rounds(rounds: Callable[..., Rounds]) ->
     forged = s.tool("three", **{**later, "requestState": "x" * 10 + "." + "0" * 64})
     assert forged["error"]["code"] == -32011
     assert s.tool("three", **later)["result"]["resultType"] == "input_required"
+
+
+def test_a_state_sealed_for_another_principal_runs_the_chain() -> None:
+    srv = HttpServer([sys.executable, str(SERVER), "--http-auth"])
+    try:
+
+        def tool(token: str, **params: Any) -> dict[str, Any]:
+            auth = {"Authorization": f"Bearer {token}"}
+            body = {"name": "three", **params}
+            found: dict[str, Any] = call(srv, 1, "tools/call", body, auth, caps=CAPS).json
+            return found
+
+        first = tool("alice-token")
+        second = tool("bob-token", **answer(first, "Ada"))  # alice's state, bob's request
+        assert second["result"]["resultType"] == "input_required"
+        third = tool("bob-token", **answer(second, "Lovelace"))  # now sealed for bob
+        assert third["result"]["content"][0]["text"] == "Ada Lovelace"
+        counts = call(
+            srv, 2, "tools/call", {"name": "counts"}, {"Authorization": "Bearer bob-token"}
+        )
+        assert counts.json["result"]["structuredContent"]["once"] == ["three retry=False"] * 2
+    finally:
+        assert srv.stop() == 0
 
 
 # --- units ---------------------------------------------------------------------------------
