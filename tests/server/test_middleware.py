@@ -111,7 +111,7 @@ def test_legacy_session_runs_the_chain_once_per_request_not_per_rerun(
 
 
 @pytest.mark.driver("memory")
-def test_modern_rounds_are_requests_of_their_own(spawn: Callable[..., ServerProcess]) -> None:
+def test_modern_rounds_run_the_chain_once(spawn: Callable[..., ServerProcess]) -> None:
     p = spawn(SERVER)
     seen(p)
     first = p.call("ask", caps={"elicitation": {}})["result"]
@@ -127,7 +127,7 @@ def test_modern_rounds_are_requests_of_their_own(spawn: Callable[..., ServerProc
     assert text(done).startswith("hello Bo after")
     assert [s for s in seen(p) if s.startswith("call_tool ask")] == [
         "call_tool ask principal=None same=tools/call"
-    ] * 2
+    ]
 
 
 def test_the_chain_on_a_real_process_keeps_stdout_clean(

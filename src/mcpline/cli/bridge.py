@@ -154,6 +154,12 @@ def register(sub: Any) -> None:
     web.add_argument(
         "--max-body-bytes", type=int, metavar="N", help="the largest request body (default 4 MiB)"
     )
+    web.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve Prometheus metrics at /metrics, behind the same checks and bearer token as "
+        "the endpoint, as mcpline run --http --metrics (see docs/observability.md)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(func=main)
 
@@ -254,6 +260,8 @@ def _http(
     }
     if args.max_body_bytes is not None:
         app["max_body_bytes"] = args.max_body_bytes
+    if args.metrics:
+        app["metrics"] = True
     token = _bearer_token(args.bearer_token_file)
     if token is not None:
 
@@ -291,9 +299,11 @@ def _stdio(args: argparse.Namespace, url: str, headers: dict[str, str], options:
     from ..bridge.run import remote, serve_stdio
     from ..client.oauth import FileTokenStore, OAuth
 
-    web = ("allow_origin", "allow_host", "bearer_token_file", "max_body_bytes")
+    web = ("allow_origin", "allow_host", "bearer_token_file", "max_body_bytes", "metrics")
     if any(getattr(args, n) for n in web):
-        raise _Usage("--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes: --http")
+        raise _Usage(
+            "--allow-origin, --allow-host, --bearer-token-file, --max-body-bytes, --metrics: --http"
+        )
     if not url.startswith(("http://", "https://")):
         raise _Usage(f"--server must be an http(s)://HOST:PORT/mcp URL, not {url[:60]!r}")
     # A server that answers 401 gets the browser flow (the URL is also printed on stderr);

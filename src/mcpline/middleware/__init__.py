@@ -14,6 +14,7 @@ from ._chain import (
     Middleware,
     MiddlewareContext,
     MiddlewareFn,
+    every_round,
 )
 from .caching import ResponseCacheMiddleware
 from .limits import (
@@ -29,6 +30,7 @@ __all__ = [
     "CallNext",
     "Chain",
     "ErrorMaskingMiddleware",
+    "every_round",
     "LoggingMiddleware",
     "Middleware",
     "MiddlewareContext",

@@ -6,6 +6,11 @@ and may answer (return a result without calling ``call_next``), refuse (raise
 call_next(mctx)``, then look at or replace the result). `Middleware` is a base class whose
 ``on_*`` hooks are called by kind, as in FastMCP. The engine (`mcpline.server.engine.Engine`)
 runs the chain for every transport and era; without middleware nothing of this module runs.
+
+The chain runs once per request, not once per MRTR round: a later round of a modern request
+skips it when its sealed ``requestState`` verifies and says the chain already ran for this
+request and principal (`Context.chain_ran`). A middleware that wants every round says so
+(`Middleware.every_round`, or `every_round` on a function).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..jsonrpc import Notification
+from ..server._options import DEFAULT_MAX_PENDING_NOTIFICATIONS
 from ..spec import (
+    MRTR_METHODS,
     PROMPTS_GET,
     PROMPTS_LIST,
     RESOURCES_LIST,
@@ -30,6 +37,8 @@ from ..spec import (
 
 if TYPE_CHECKING:
     from ..jsonrpc import RequestId
+    from ..protocol.state import StateSealer
+    from ..server.auth.tokens import AccessToken
     from ..server.context import Context
     from ..server.engine import Engine, Exchange, Peer
 
@@ -51,9 +60,6 @@ KIND_HOOKS: dict[str, str] = {
 }
 """The `Middleware` hook called for each method that has one of its own."""
 
-DEFAULT_MAX_PENDING_NOTIFICATIONS = 1024
-"""Notifications that may wait on the chain at once, per chain."""
-
 
 class MiddlewareContext:
     """One request or notification as a middleware sees it."""
@@ -70,6 +76,7 @@ class MiddlewareContext:
         "started",
         "_state",
         "task",
+        "retry",
     )
 
     def __init__(
@@ -84,6 +91,7 @@ class MiddlewareContext:
         era: str | None = None,
         peer: str = "",
         task: RequestId | None = None,
+        retry: bool = False,
     ) -> None:
         self.method = method
         """The JSON-RPC method."""
@@ -108,6 +116,10 @@ class MiddlewareContext:
         self.task = task
         """The task id when this is a task's tool call running in the background (the
         ``tools/call`` that created the task went through the chain already)."""
+        self.retry = retry
+        """Whether this is a later round of a modern MRTR request whose sealed
+        ``requestState`` verified and says the chain ran for its first round: only the
+        middlewares that run every round (`Middleware.every_round`) see one."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -129,15 +141,19 @@ class MiddlewareContext:
         return uri if isinstance(uri, str) else None
 
     @property
+    def access_token(self) -> AccessToken | None:
+        """The verified OAuth access token (`mcpline.Context.access_token`); ``None`` without
+        one."""
+        if self.principal is None:
+            return None
+        from ..server.auth.tokens import access_token_of
+
+        return access_token_of(self.principal)
+
+    @property
     def headers(self) -> Mapping[str, str] | None:
         """The HTTP request's headers (`mcpline.Context.headers`); ``None`` elsewhere."""
         return None if self.context is None else self.context.headers
-
-    @property
-    def retry(self) -> bool:
-        """Whether the client says this is a later round of an MRTR request (it carries
-        ``inputResponses`` or ``requestState``; the handler checks them)."""
-        return "inputResponses" in self.params or "requestState" in self.params
 
     def elapsed_ms(self) -> float:
         """Milliseconds since `started`."""
@@ -150,6 +166,10 @@ class Middleware:
     (`on_call_tool`, `on_read_resource`, `on_get_prompt`, `on_list_tools`,
     `on_list_resources`, `on_list_resource_templates`, `on_list_prompts`). Override the
     ones you need; each passes on by default. Only overridden hooks are called."""
+
+    every_round: bool = False
+    """Whether this middleware also runs on the later rounds of a modern MRTR request
+    (``mctx.retry`` true); by default it runs once per request, on its first round."""
 
     async def on_message(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
         return await call_next(mctx)
@@ -197,6 +217,21 @@ class Middleware:
     async def __call__(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
         """Run this middleware's hooks for ``mctx`` (what a `Chain` does for it)."""
         return await _through(self.hooks(mctx.method, mctx.type), mctx, call_next)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def every_round(fn: F) -> F:
+    """Mark a function middleware to run on every round of a modern MRTR request, not only
+    on its first (what `Middleware.every_round` says for a class)."""
+    setattr(fn, "every_round", True)  # noqa: B010 (a function has no declared attribute)
+    return fn
+
+
+def runs_every_round(item: Any) -> bool:
+    """Whether the middleware ``item`` asked to run on every MRTR round."""
+    return getattr(item, "every_round", False) is True
 
 
 def _link(fn: MiddlewareFn, after: CallNext) -> CallNext:
@@ -271,14 +306,21 @@ class Chain:
 
     ``max_pending_notifications`` bounds the notifications waiting on the chain at once;
     past it a notification is handled without the chain (logged), never queued without end.
+    ``sealer`` is the server's `StateSealer`: with it a later MRTR round whose sealed state
+    verifies skips the middlewares that run once per request (see the module).
     """
 
-    def __init__(self, max_pending_notifications: int = DEFAULT_MAX_PENDING_NOTIFICATIONS):
+    def __init__(
+        self,
+        max_pending_notifications: int = DEFAULT_MAX_PENDING_NOTIFICATIONS,
+        sealer: StateSealer | None = None,
+    ):
         if max_pending_notifications < 1:
             raise ValueError("max_pending_notifications must be positive")
         self.items: list[MiddlewareFn] = []
         self.max_pending_notifications = max_pending_notifications
-        self._plans: dict[tuple[str, str], list[MiddlewareFn]] = {}
+        self.sealer = sealer
+        self._plans: dict[tuple[str, str, bool], list[MiddlewareFn]] = {}
         self._notes: set[asyncio.Task[None]] = set()
         self._bypassed = 0
 
@@ -290,19 +332,41 @@ class Chain:
             self.items.append(check(middleware))
         self._plans.clear()
 
-    def plan(self, method: str, kind: str) -> list[MiddlewareFn]:
-        """The callables run for ``method``: each `Middleware`'s overridden hooks in turn."""
-        key = (kind, method if method in KIND_HOOKS else "")
+    def plan(self, method: str, kind: str, later: bool = False) -> list[MiddlewareFn]:
+        """The callables run for ``method``: each `Middleware`'s overridden hooks in turn
+        (on a ``later`` MRTR round only those of the middlewares that run every round)."""
+        key = (kind, method if method in KIND_HOOKS else "", later)
         found = self._plans.get(key)
         if found is None:
             found = []
             for item in self.items:
+                if later and not runs_every_round(item):
+                    continue
                 if isinstance(item, Middleware):
                     found += item.hooks(method, kind)
                 else:
                     found.append(item)
             self._plans[key] = found
         return found
+
+    def later_round(self, ctx: Context, params: Mapping[str, Any], principal: Any) -> bool:
+        """Whether this modern MRTR request is a later round of one the chain already ran
+        for: its ``requestState`` opens (then the handler takes it as opened) and says the
+        chain ran for the same principal, and states are single-use (a reusable one could
+        skip the chain again and again). Anything else is a first round; a state that does
+        not open is refused by the handler as usual."""
+        sealer = self.sealer
+        if sealer is None:
+            return False
+        from ..errors import StateError
+        from ..server.tasks.records import owner_key
+
+        try:
+            state, asked = sealer.open(params["requestState"], ctx.method, params)
+        except StateError:
+            return False
+        ctx.take_state(state, asked)
+        return sealer.ledger is not None and ctx.chain_ran == owner_key(principal)
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -321,20 +385,29 @@ class Chain:
         binding = exchange.binding
         params = req.params if type(req.params) is dict else {}
         era = None if ctx is None else ("legacy" if ctx.legacy else "modern")
+        principal = None if binding is None else binding.principal
+        later = False
+        if era == "modern" and task is None and req.method in MRTR_METHODS:
+            assert ctx is not None
+            if "requestState" in params:
+                later = self.later_round(ctx, params, principal)
+            if not later:
+                ctx.note_chain()
         mctx = MiddlewareContext(
             req.method,
             params,
             "request",
             context=ctx,
-            principal=None if binding is None else binding.principal,
+            principal=principal,
             request_id=req.id,
             era=era,
             peer=exchange.peer.name,
             task=task,
+            retry=later,
         )
         handler = _Handler(awaitable)
         try:
-            result = await _through(self.plan(req.method, "request"), mctx, handler)
+            result = await _through(self.plan(req.method, "request", later), mctx, handler)
         finally:
             handler.discard()
         if type(result) is not dict:
@@ -380,13 +453,24 @@ class Chain:
         task.add_done_callback(self._notes.discard)
 
 
-def chain_of(engine: Engine) -> Chain:
-    """``engine``'s middleware chain, made empty on first use."""
+def chain_of(
+    engine: Engine,
+    sealer: StateSealer | None = None,
+    max_pending_notifications: int | None = None,
+) -> Chain:
+    """``engine``'s middleware chain, made empty on first use; the server's ``sealer`` and
+    ``max_pending_notifications`` are given to it when set."""
     chain = engine.middleware
     if chain is None:
         chain = engine.middleware = Chain()
     if not isinstance(chain, Chain):
         raise TypeError(f"the engine's middleware is not a Chain: {chain!r}")
+    if sealer is not None:
+        chain.sealer = sealer
+    if max_pending_notifications is not None:
+        if max_pending_notifications < 1:
+            raise ValueError("max_pending_notifications must be positive")
+        chain.max_pending_notifications = max_pending_notifications
     return chain
 
 
@@ -395,8 +479,10 @@ __all__ = [
     "Chain",
     "chain_of",
     "DEFAULT_MAX_PENDING_NOTIFICATIONS",
+    "every_round",
     "KIND_HOOKS",
     "Middleware",
     "MiddlewareContext",
     "MiddlewareFn",
+    "runs_every_round",
 ]

@@ -37,10 +37,11 @@ class ResponseCacheMiddleware(Middleware):
 
     async def on_request(self, mctx: MiddlewareContext, call_next: CallNext) -> Any:
         ctx = mctx.context
-        if ctx is None or ctx.legacy or mctx.retry:
+        params = mctx.params
+        if ctx is None or ctx.legacy or "inputResponses" in params or "requestState" in params:
             return await call_next(mctx)
         try:
-            shape = encode({k: v for k, v in sorted(mctx.params.items()) if k not in _VOLATILE})
+            shape = encode({k: v for k, v in sorted(params.items()) if k not in _VOLATILE})
         except TypeError:
             return await call_next(mctx)
         version = ctx.meta.protocol_version if ctx.meta is not None else ""

@@ -106,6 +106,8 @@ class ResponseSizeLimitMiddleware(Middleware):
     error `RESPONSE_TOO_LARGE` (-32012); both are logged. ``methods`` limits only those (default:
     every request). Each result is encoded once more to be measured."""
 
+    every_round = True
+
     def __init__(self, max_bytes: int = 1024 * 1024, *, methods: Iterable[str] | None = None):
         if max_bytes < 1:
             raise ValueError("max_bytes must be positive")

@@ -100,6 +100,8 @@ class LoggingMiddleware(Middleware):
     ``params=True`` adds the request's params cut to ``max_params_chars`` (off by default:
     they may hold user data)."""
 
+    every_round = True
+
     def __init__(
         self,
         *,
@@ -138,6 +140,8 @@ class TimingMiddleware(Middleware):
     or JSON with ``json=True``) to ``logger`` or ``stream`` as `LoggingMiddleware`, only for
     those slower than ``slow_ms`` when given; `stats` keeps count, total and maximum per
     method."""
+
+    every_round = True
 
     def __init__(
         self,

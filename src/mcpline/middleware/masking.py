@@ -19,6 +19,8 @@ class ErrorMaskingMiddleware(Middleware):
     ``expose`` names exception types whose text may still be sent. Other exceptions never
     reach a client as text anyway: they become -32603 naming only the method."""
 
+    every_round = True
+
     def __init__(self, *, expose: tuple[type[BaseException], ...] = ()) -> None:
         self.expose = expose
         self.masked = 0

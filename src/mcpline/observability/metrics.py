@@ -78,6 +78,8 @@ class _Histogram:
 class RequestMetrics(Middleware):
     """Counts what goes through the middleware chain of one server (see the module)."""
 
+    every_round = True
+
     def __init__(self) -> None:
         self.requests: dict[tuple[str, str], int] = {}
         self.errors: dict[tuple[str, int], int] = {}

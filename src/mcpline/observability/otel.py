@@ -135,6 +135,8 @@ class TracingMiddleware(Middleware):
     passing it on, for a server that forwards requests (``mcpline bridge``): the upstream
     server's span is then this span's child rather than its sibling."""
 
+    every_round = True
+
     def __init__(
         self, tracer_provider: TracerProvider | None = None, *, forward: bool = False
     ) -> None:

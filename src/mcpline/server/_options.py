@@ -18,6 +18,9 @@ from ..spec import MODERN_VERSIONS
 from ..wire import DEFAULT_MAX_LINE_BYTES
 from .outbound import DEFAULT_MAX_OUTBOUND_BYTES
 
+DEFAULT_MAX_PENDING_NOTIFICATIONS = 1024
+"""Client notifications that may wait on the middleware chain at once, per server."""
+
 if TYPE_CHECKING:
     from ..protocol.state import NonceLedger
     from .scale.bus import NotificationBus
@@ -131,6 +134,9 @@ class ServerOptions:
     task_quota: TaskQuota | str | None = None
     """What tasks may keep (see `mcpline.server.tasks.quota`); None: ``$MCPLINE_TASK_QUOTA``,
     else the defaults."""
+    max_pending_notifications: int = DEFAULT_MAX_PENDING_NOTIFICATIONS
+    """Client notifications that may wait on the middleware chain at once; past it one is
+    handled without the chain, with a warning on stderr (see docs/middleware.md)."""
 
     def __post_init__(self) -> None:
         if self.cache_scope not in ("public", "private"):
@@ -141,6 +147,8 @@ class ServerOptions:
             raise ValueError("ttl must be >= 0")
         if self.page_size < 1 or self.max_in_flight < 1 or self.max_outbound_bytes < 1:
             raise ValueError("page_size, max_in_flight and max_outbound_bytes must be positive")
+        if self.max_pending_notifications < 1:
+            raise ValueError("max_pending_notifications must be positive")
         ttl = self.task_ttl_ms
         if (ttl is not None and ttl < 1) or self.task_poll_interval_ms < 1:
             raise ValueError("task_ttl_ms (or None) and task_poll_interval_ms must be positive")
@@ -185,6 +193,9 @@ class ServerKeywords(TypedDict, total=False):
     middleware: Iterable[Any]
     """Run around every request and notification, first outermost (see
     `mcpline.middleware`)."""
+    max_pending_notifications: int
+    """Client notifications waiting on the middleware chain at once (default 1024); past it
+    one is handled without the chain, logged."""
 
 
 OPTION_FIELDS = frozenset(f.name for f in fields(ServerOptions))

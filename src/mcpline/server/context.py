@@ -29,6 +29,7 @@ from ..spec import ELICIT, LOG_LEVEL_RANK, MESSAGE, PROGRESS, PYTHON_LOG_LEVEL
 if TYPE_CHECKING:
     from typing_extensions import TypeVar as TypeVarWithDefault
 
+    from .auth.tokens import AccessToken
     from .engine import Exchange
     from .eras import EraHost
     from .mrtr import InputRequest
@@ -93,7 +94,7 @@ class ElicitResult(Generic[T]):
 class _Rerun:
     """What the framework carries from one round of a request to the next."""
 
-    __slots__ = ("answers", "memo", "seen")
+    __slots__ = ("answers", "memo", "seen", "chain", "owner", "taken")
 
     def __init__(self) -> None:
         self.answers: dict[str, dict[str, Any]] = {}
@@ -102,6 +103,12 @@ class _Rerun:
         """`Context.remember` values, by key."""
         self.seen: dict[str, int] = {}
         """This run's `Context.elicit` questions, for their keys (cleared at each run)."""
+        self.chain = False
+        """Whether the middleware chain ran for this request (the next state says so)."""
+        self.owner: str | None = None
+        """The principal's key the opened state says the chain ran for (None: it does not)."""
+        self.taken = False
+        """Whether the state was opened before the handler ran (`Context.take_state`)."""
 
 
 def _as_json(value: Any) -> Any:
@@ -223,6 +230,20 @@ class Context(Generic[LifespanT]):
         return None if binding is None else binding.principal
 
     @property
+    def access_token(self) -> AccessToken | None:
+        """The verified OAuth access token of this HTTP request (``--auth``, the verifiers of
+        `mcpline.server.auth`, the OAuth proxy's tokens): its ``subject``, ``client_id``,
+        ``scopes``, ``expires_at``, ``audience`` and ``claims``, read-only; the token text is
+        never kept. ``None`` on stdio, sockets, unauthenticated HTTP and with a
+        ``verify_token`` of your own that returns something else (see `principal`)."""
+        principal = self.principal
+        if principal is None:
+            return None
+        from .auth.tokens import access_token_of
+
+        return access_token_of(principal)
+
+    @property
     def headers(self) -> Mapping[str, str] | None:
         """The HTTP request's headers, read-only, by lower-case name (repeated fields joined
         by commas); ``None`` on stdio, sockets and task runs."""
@@ -264,6 +285,10 @@ class Context(Generic[LifespanT]):
             if type(kept) is dict:
                 rerun.answers = dict(kept.get("answers") or {})
                 rerun.memo = dict(kept.get("memo") or {})
+                owner = kept.get("chain")
+                if type(owner) is str:
+                    rerun.owner = owner
+                    rerun.chain = True
             value = value["state"]
         self._state = value
 
@@ -281,7 +306,7 @@ class Context(Generic[LifespanT]):
         """The state to seal for the next round: ``state``, with the answers and `remember`
         values of this round beside it when there are any (the framework calls this)."""
         rerun = self._rerun
-        if rerun is None or not (rerun.answers or rerun.memo):
+        if rerun is None or not (rerun.answers or rerun.memo or rerun.chain):
             return state
         if type(state) is dict and RERUN_KEY in state:
             return state
@@ -290,7 +315,36 @@ class Context(Generic[LifespanT]):
             kept["answers"] = dict(rerun.answers)
         if rerun.memo:
             kept["memo"] = dict(rerun.memo)
+        if rerun.chain:
+            from .tasks.records import owner_key
+
+            kept["chain"] = owner_key(self.principal)
         return {RERUN_KEY: kept, "state": state}
+
+    def note_chain(self) -> None:
+        """MRTR: the middleware chain ran for this request, so the state sealed for its next
+        round says so, for this principal (what lets that round skip the chain)."""
+        self._kept().chain = True
+
+    @property
+    def chain_ran(self) -> str | None:
+        """MRTR: the key of the principal (`mcpline.server.tasks.records.owner_key`) the
+        opened state says the middleware chain already ran for; ``None`` when it does not."""
+        rerun = self._rerun
+        return None if rerun is None else rerun.owner
+
+    def take_state(self, state: Any, asked: dict[str, str]) -> None:
+        """MRTR: the ``requestState`` opened before the handler ran (by the middleware
+        chain): the handler takes it as it is rather than opening it again."""
+        self.state = state
+        self.asked = asked
+        self._kept().taken = True
+
+    @property
+    def state_taken(self) -> bool:
+        """Whether `take_state` gave this request its state."""
+        rerun = self._rerun
+        return rerun is not None and rerun.taken
 
     def _kept(self) -> _Rerun:
         rerun = self._rerun

@@ -400,28 +400,34 @@ def prepare(ctx: Context, params: Mapping[str, Any], sealer: StateSealer) -> Non
     token = params.get("requestState", MISSING)
     state: Any = None
     asked: dict[str, str] = {}
-    if token is not MISSING:
-        state, asked = sealer.open(token, ctx.method, params)
+    if token is not MISSING and ctx.state_taken:
+        asked = ctx.asked
+    else:
+        if token is not MISSING:
+            state, asked = sealer.open(token, ctx.method, params)
+        ctx.state = state
+        ctx.asked = asked
     for key, method in asked.items():
         if key in responses:
             check_response(key, method, responses[key])
     ctx.input_responses = responses
-    ctx.state = state
-    ctx.asked = asked
 
 
 def input_required_result(
     ctx: Context, params: Mapping[str, Any], ir: InputRequired, sealer: StateSealer
 ) -> dict[str, Any]:
-    """The ``InputRequiredResult`` for ``ir`` on this modern request."""
+    """The ``InputRequiredResult`` for ``ir`` on this modern request. When the middleware
+    chain ran for the request (`Context.note_chain`), a state is sealed even if the handler
+    gave none, saying so (`Context.carry`)."""
     requests = select_requests(ir, ctx.client_capabilities)
     result: dict[str, Any] = {"resultType": "input_required"}
     if requests:
         result["inputRequests"] = {k: r.to_json() for k, r in requests.items()}
-    if ir.state is not None:
+    state = ctx.carry(ir.state)
+    if state is not None:
         try:
             result["requestState"] = sealer.seal(
-                ctx.method, params, ir.state, {k: r.method for k, r in requests.items()}
+                ctx.method, params, state, {k: r.method for k, r in requests.items()}
             )
         except ValueError as exc:
             raise JsonRpcError(

@@ -88,7 +88,9 @@ class Server:
       all (a `mcpline.server.tasks.quota.TaskQuota` or its spec; default
       ``$MCPLINE_TASK_QUOTA``, else the defaults).
     * **Middleware**: ``middleware`` runs around every request and notification, first
-      outermost (see `add_middleware` and `mcpline.middleware`).
+      outermost (see `add_middleware` and `mcpline.middleware`); at most
+      ``max_pending_notifications`` client notifications wait on it at once (default 1024;
+      past it one is handled without the chain, with a warning on stderr).
     """
 
     def __init__(
@@ -157,7 +159,8 @@ class Server:
         ``(mctx, call_next)``) inside those added before it; see docs/middleware.md."""
         from ..middleware._chain import chain_of
 
-        chain_of(self.runtime.engine).add(middleware)
+        bound = self.options.max_pending_notifications
+        chain_of(self.runtime.engine, self._sealer, bound).add(middleware)
 
     # --- registration ------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 BEARER = "Bearer"
@@ -33,6 +34,16 @@ class AccessToken:
     jkt: str | None = None
 
     @property
+    def audience(self) -> tuple[str, ...]:
+        """The audiences the token is for (its ``aud`` claim: one string or a list)."""
+        aud = self.claims.get("aud")
+        if isinstance(aud, str):
+            return (aud,)
+        if isinstance(aud, list):
+            return tuple(a for a in aud if isinstance(a, str))
+        return ()
+
+    @property
     def owner(self) -> str:
         """Who the token speaks for, the same across its renewals: its issuer, subject and
         client (what tasks and sessions are bound to)."""
@@ -55,11 +66,16 @@ class AccessToken:
         return cls(
             subject=sub if isinstance(sub, str) else None,
             scopes=scopes_of_claims(claims),
-            claims=dict(claims),
+            claims=MappingProxyType(dict(claims)),
             client_id=client_id if isinstance(client_id, str) else None,
             expires_at=float(exp) if isinstance(exp, (int, float)) else None,
             jkt=jkt if isinstance(jkt, str) else None,
         )
+
+
+def access_token_of(principal: Any) -> AccessToken | None:
+    """``principal`` when it is a verified `AccessToken` (``ctx.access_token``), else None."""
+    return principal if isinstance(principal, AccessToken) else None
 
 
 def scopes_of_claims(claims: Mapping[str, Any]) -> frozenset[str]:
@@ -149,6 +165,7 @@ def credentials(authorization: Iterable[str]) -> tuple[str, str] | None:
 
 __all__ = [
     "AccessToken",
+    "access_token_of",
     "AuthRequest",
     "BEARER",
     "credentials",

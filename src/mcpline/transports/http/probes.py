@@ -47,7 +47,8 @@ class Probes:
             from ...observability.metrics import RequestMetrics
 
             self.metrics = RequestMetrics()
-            chain_of(app.engine).add(self.metrics, outermost=True)
+            bound = app.server.options.max_pending_notifications
+            chain_of(app.engine, None, bound).add(self.metrics, outermost=True)
             self.routes["/metrics"] = self.serve_metrics
 
     def _started(self, app: HttpApp) -> None:
