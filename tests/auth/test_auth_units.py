@@ -213,7 +213,7 @@ def test_an_auth_spec_from_the_environment_is_checked_too() -> None:
 
 
 def test_a_renewed_token_is_the_same_owner() -> None:
-    from mcpline.server.tasks.records import owner_key
+    from mcpline.server.owners import owner_key
 
     claims = {"iss": "https://as", "sub": "dana", "client_id": "c", "scope": "a", "exp": 1}
     first = AccessToken.from_claims(claims)

@@ -126,7 +126,7 @@ def test_rate_limits_count_requests_not_rounds(rounds: Callable[..., Rounds]) ->
     assert s.tool("three", **later)["result"]["resultType"] == "input_required"
 
 
-def test_a_state_sealed_for_another_principal_runs_the_chain() -> None:
+def test_a_state_sealed_for_another_principal_is_refused_after_the_chain_ran() -> None:
     srv = HttpServer([sys.executable, str(SERVER), "--http-auth"])
     try:
 
@@ -137,13 +137,17 @@ def test_a_state_sealed_for_another_principal_runs_the_chain() -> None:
             return found
 
         first = tool("alice-token")
-        second = tool("bob-token", **answer(first, "Ada"))  # alice's state, bob's request
+        stolen = tool("bob-token", **answer(first, "Ada"))  # alice's state, bob's request
+        assert stolen["error"]["code"] == -32602
+        assert "issued to another client" in stolen["error"]["message"]
+        second = tool("alice-token", **answer(first, "Ada"))  # bob's try did not use it up
         assert second["result"]["resultType"] == "input_required"
-        third = tool("bob-token", **answer(second, "Lovelace"))  # now sealed for bob
+        third = tool("alice-token", **answer(second, "Lovelace"))
         assert third["result"]["content"][0]["text"] == "Ada Lovelace"
         counts = call(
             srv, 2, "tools/call", {"name": "counts"}, {"Authorization": "Bearer bob-token"}
         )
+        # alice's request once, and bob's refused one: the chain ran for it
         assert counts.json["result"]["structuredContent"]["once"] == ["three retry=False"] * 2
     finally:
         assert srv.stop() == 0

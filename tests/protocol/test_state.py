@@ -32,6 +32,19 @@ def test_round_trip_returns_state_and_asked_methods() -> None:
     assert asked == {"k": "elicitation/create"}
 
 
+def test_a_state_opens_only_for_the_owner_it_was_sealed_for() -> None:
+    s = StateSealer(KEY, ledger=MemoryNonceLedger())
+    token = s.seal("tools/call", PARAMS, "x", owner="alice")
+    for other in ("bob", ""):
+        with pytest.raises(StateError, match="issued to another client") as err:
+            s.open(token, "tools/call", PARAMS, other)
+        assert err.value.code == INVALID_PARAMS
+    assert s.open(token, "tools/call", PARAMS, "alice")[0] == "x"  # a refusal used nothing up
+    anonymous = s.seal("tools/call", PARAMS, "y")
+    with pytest.raises(StateError, match="issued to another client"):
+        s.open(anonymous, "tools/call", PARAMS, "alice")
+
+
 def test_each_seal_differs() -> None:
     s = StateSealer(KEY)
     assert s.seal("tools/call", PARAMS, 1) != s.seal("tools/call", PARAMS, 1)

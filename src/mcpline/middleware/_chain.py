@@ -359,10 +359,12 @@ class Chain:
         if sealer is None:
             return False
         from ..errors import StateError
-        from ..server.tasks.records import owner_key
+        from ..server.owners import owner_key
 
         try:
-            state, asked = sealer.open(params["requestState"], ctx.method, params)
+            state, asked = sealer.open(
+                params["requestState"], ctx.method, params, owner_key(principal)
+            )
         except StateError:
             return False
         ctx.take_state(state, asked)

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..server.tasks.records import owner_key
+from ..server.owners import owner_key
 from ..wire import encode
 from ._chain import CallNext, Middleware, MiddlewareContext
 

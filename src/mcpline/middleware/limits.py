@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import JsonRpcError
-from ..server.tasks.records import owner_key
+from ..server.owners import owner_key
 from ..server.tools import error_result
 from ..spec import TOOLS_CALL
 from ..wire import encode

@@ -3,13 +3,15 @@
 A sealed state is ``base64url(payload) + "." + hex(HMAC-SHA256(key, context + base64url(payload)))``
 where the payload is compact JSON::
 
-    {"v": 1, "m": method, "d": digest of the salient params, "x": expiry (unix s),
-     "n": nonce, "s": the handler's state, "k": {input key: input method}}
+    {"v": 2, "m": method, "d": digest of the salient params, "o": the owner (who asked),
+     "x": expiry (unix s), "n": nonce, "s": the handler's state, "k": {input key: input method}}
 
 The MAC is checked over the exact bytes received, with `hmac.compare_digest`, before
 anything is decoded; decoding is then strict (no padding, no stray characters, exact keys).
 A state is accepted only by the same deployment (key + server name), for the same method
-and the same salient params (e.g. tool name and arguments), before its expiry.
+and the same salient params (e.g. tool name and arguments), from the same owner (the
+server passes a digest of the request's principal: a state sealed for one authenticated
+caller is refused from another), before its expiry.
 
 Key: ``Server(state_key=...)``, else the ``MCPLINE_STATE_KEY`` environment variable, else a
 random per-process key — then states die with the process (a retry after a restart gets
@@ -46,7 +48,7 @@ MAX_STATE_CHARS = 64 * 1024
 """A sealed state longer than this is refused (both when sealing and when opening)."""
 
 _FORMAT = re.compile(r"[A-Za-z0-9_-]+\.[0-9a-f]{64}")
-_PAYLOAD_KEYS = frozenset({"v", "m", "d", "x", "n", "s", "k"})
+_PAYLOAD_KEYS = frozenset({"v", "m", "d", "o", "x", "n", "s", "k"})
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder()
 EXCLUDED_PARAMS = frozenset({"_meta", "inputResponses", "requestState"})
@@ -193,18 +195,21 @@ class StateSealer:
         state: Any,
         input_methods: Mapping[str, str] | None = None,
         *,
+        owner: str = "",
         ttl: float | None = None,
     ) -> str:
-        """A sealed token binding ``state`` to ``method`` and the salient ``params``.
+        """A sealed token binding ``state`` to ``method``, the salient ``params`` and
+        ``owner`` (who may send it back; "" for anyone unauthenticated).
 
         ``input_methods`` (input key → method) lets the retry's ``inputResponses`` be checked
         against what was asked. Raises `ValueError` if ``state`` is not JSON-encodable or the
         token would exceed `MAX_STATE_CHARS`.
         """
         payload = {
-            "v": 1,
+            "v": 2,
             "m": method,
             "d": params_digest(params),
+            "o": owner,
             "x": math.ceil(self._clock() + (self.ttl if ttl is None else ttl)),
             "n": os.urandom(8).hex(),  # = secrets.token_hex(8)
             "s": state,
@@ -222,12 +227,13 @@ class StateSealer:
         return token
 
     def open(
-        self, token: Any, method: str, params: Mapping[str, Any]
+        self, token: Any, method: str, params: Mapping[str, Any], owner: str = ""
     ) -> tuple[Any, dict[str, str]]:
-        """Verify ``token`` for this request; return (state, input methods).
+        """Verify ``token`` for this request from ``owner``; return (state, input methods).
 
         Raises `StateError` (-32602) for anything but an intact, unexpired token issued by this
-        deployment for the same method and salient params, and, with a ledger, not used before.
+        deployment for the same method, salient params and owner, and, with a ledger, not
+        used before.
         """
         if type(token) is not str:
             raise StateError("must be a string")
@@ -242,7 +248,7 @@ class StateSealer:
             payload = _decoder.decode(_b64decode(body))
         except (ValueError, msgspec.DecodeError):
             raise StateError("is malformed") from None
-        if type(payload) is not dict or payload.keys() != _PAYLOAD_KEYS or payload["v"] != 1:
+        if type(payload) is not dict or payload.keys() != _PAYLOAD_KEYS or payload["v"] != 2:
             raise StateError("has an unknown format")
         expiry, inputs = payload["x"], payload["k"]
         if (
@@ -255,6 +261,8 @@ class StateSealer:
             raise StateError(f"was issued for {payload['m']!r}, not {method!r}")
         if not hmac.compare_digest(str(payload["d"]), params_digest(params)):
             raise StateError("was issued for a request with other parameters")
+        if type(payload["o"]) is not str or not hmac.compare_digest(payload["o"], owner):
+            raise StateError("was issued to another client")
         if self._clock() >= expiry:
             raise StateError("has expired; start the request again without it")
         if self.ledger is not None and not self.ledger.claim(str(payload["n"]), expiry):

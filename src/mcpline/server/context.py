@@ -316,7 +316,7 @@ class Context(Generic[LifespanT]):
         if rerun.memo:
             kept["memo"] = dict(rerun.memo)
         if rerun.chain:
-            from .tasks.records import owner_key
+            from .owners import owner_key
 
             kept["chain"] = owner_key(self.principal)
         return {RERUN_KEY: kept, "state": state}
@@ -328,7 +328,7 @@ class Context(Generic[LifespanT]):
 
     @property
     def chain_ran(self) -> str | None:
-        """MRTR: the key of the principal (`mcpline.server.tasks.records.owner_key`) the
+        """MRTR: the key of the principal (`mcpline.server.owners.owner_key`) the
         opened state says the middleware chain already ran for; ``None`` when it does not."""
         rerun = self._rerun
         return None if rerun is None else rerun.owner

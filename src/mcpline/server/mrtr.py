@@ -41,6 +41,7 @@ from ..spec import (
     ROOTS,
     SAMPLE,
 )
+from .owners import owner_key
 
 if TYPE_CHECKING:
     from ..protocol.state import StateSealer
@@ -404,7 +405,7 @@ def prepare(ctx: Context, params: Mapping[str, Any], sealer: StateSealer) -> Non
         asked = ctx.asked
     else:
         if token is not MISSING:
-            state, asked = sealer.open(token, ctx.method, params)
+            state, asked = sealer.open(token, ctx.method, params, owner_key(ctx.principal))
         ctx.state = state
         ctx.asked = asked
     for key, method in asked.items():
@@ -427,7 +428,11 @@ def input_required_result(
     if state is not None:
         try:
             result["requestState"] = sealer.seal(
-                ctx.method, params, state, {k: r.method for k, r in requests.items()}
+                ctx.method,
+                params,
+                state,
+                {k: r.method for k, r in requests.items()},
+                owner=owner_key(ctx.principal),
             )
         except ValueError as exc:
             raise JsonRpcError(

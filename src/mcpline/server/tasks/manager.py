@@ -58,6 +58,7 @@ from ...errors import InvalidParams, JsonRpcError, MissingCapabilityError
 from ...spec import INTERNAL_ERROR, MODERN, RESULT_TASK, TASKS_EXTENSION
 from ..context import Context
 from ..mrtr import InputRequest, check_answer
+from ..owners import owner_key
 from ..tools import Deferred, Tool, invoke
 from .handle import _UNSET, Task, shaped
 from .quota import TASK_QUOTA_EXCEEDED, QuotaExceeded, Refusal, TaskQuota, resolve_quota
@@ -67,7 +68,6 @@ from .records import (
     failed,
     iso,
     new_task_id,
-    owner_key,
     required_extension,
     task_json,
 )
@@ -531,7 +531,6 @@ __all__ = [
     "LEASE_ENV",
     "MAX_TASK_IDS",
     "new_task_id",
-    "owner_key",
     "quota_error",
     "resolve_store",
     "shaped",

@@ -109,7 +109,7 @@ class TaskQuota:
                 raise ValueError(f"task quota: {f.name} must be a positive integer")
 
     def bounds(self, owner: str) -> tuple[Bound, Bound]:
-        """The buckets a task of ``owner`` (`mcpline.server.tasks.manager.owner_key`; "" for none)
+        """The buckets a task of ``owner`` (`mcpline.server.owners.owner_key`; "" for none)
         counts against, in the order they are checked."""
         if owner:
             own = Bound("principal", owner, self.tasks, self.bytes)

@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import datetime
-import hashlib
 import secrets
 from typing import Any
-
-import msgspec
 
 from ...protocol.capabilities import accepts_tasks
 from ...spec import INTERNAL_ERROR, TASKS_EXTENSION
@@ -17,23 +14,6 @@ from .store import TaskRecord
 
 def required_extension() -> dict[str, Any]:
     return {"extensions": {TASKS_EXTENSION: {}}}
-
-
-def owner_key(principal: Any) -> str:
-    """What a task is bound to: a digest of the principal's ``owner`` text when it has one
-    (`mcpline.server.auth.AccessToken`: issuer, subject, client), else of its JSON (its ``str``
-    when it has none), "" without a principal. Give ``verify_token`` a stable value (a user
-    id)."""
-    if principal is None:
-        return ""
-    owner = getattr(principal, "owner", None)
-    if isinstance(owner, str):
-        return hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()
-    try:
-        raw = msgspec.json.encode(principal, order="sorted")
-    except (TypeError, msgspec.EncodeError):
-        raw = str(principal).encode("utf-8", "surrogatepass")
-    return hashlib.sha256(raw).hexdigest()
 
 
 def new_task_id() -> str:
@@ -104,7 +84,6 @@ __all__ = [
     "failed",
     "iso",
     "new_task_id",
-    "owner_key",
     "required_extension",
     "task_json",
 ]

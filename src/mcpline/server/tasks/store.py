@@ -46,7 +46,7 @@ class TaskRecord(msgspec.Struct, kw_only=True):
 
     id: str
     owner: str = ""
-    """The principal the task is bound to (`mcpline.server.tasks.records.owner_key`); ""
+    """The principal the task is bound to (`mcpline.server.owners.owner_key`); ""
     for none."""
     tool: str = ""
     kind: str = "tool"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ... import jsonrpc
 from ...jsonrpc import Invalid, Notification, Request, Response
 from ...protocol.meta import has_modern_meta
-from ...server.tasks.records import owner_key
+from ...server.owners import owner_key
 from ...spec import INTERNAL_ERROR, INVALID_REQUEST, LISTEN
 from ...wire import encode
 from . import admission, auth_gate, legacy, modern, respond, sse
