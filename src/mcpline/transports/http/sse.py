@@ -194,7 +194,8 @@ class Outbox:
             self.budget = None
         self.items.clear()
         self.size = self.in_flight = 0
-        self.close()
+        if not self.closed:
+            self.close()
 
 
 async def next_items(outbox: Outbox, keepalive: float | None) -> list[Item] | None:
