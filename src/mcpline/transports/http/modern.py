@@ -219,6 +219,7 @@ async def serve(
             peer.closing.set()
         app.close_post(peer)
         outbox.release()
+        peer.exchange = None  # no cycle left: the request is freed when it ends, not collected
 
 
 __all__ = [

@@ -1,0 +1,96 @@
+"""A 2026-07-28 POST leaves no reference cycle behind: what it allocated is freed by
+reference counting when it ends, so a busy server does not run the cycle collector over its
+requests (whose cost grows with the requests in flight)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from typing import Any
+
+import pytest
+
+from mcpline import Server
+from mcpline.transports.http import HttpApp
+
+from ..proc import MODERN, meta
+
+
+def make_app() -> HttpApp:
+    server = Server("cycles")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Return the text (a plain function)."""
+        return text
+
+    @server.tool
+    async def aecho(text: str) -> str:
+        """Return the text (a coroutine function)."""
+        await asyncio.sleep(0)
+        return text
+
+    return server.http_app()
+
+
+async def post(app: HttpApp, id: int, tool: str) -> int:
+    """One ``tools/call`` through the app in process; the response's status."""
+    params = {"name": tool, "arguments": {"text": "x"}, "_meta": meta()}
+    body = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"host", b"127.0.0.1:8000"),
+        (b"mcp-method", b"tools/call"),
+        (b"mcp-name", tool.encode()),
+        (b"mcp-protocol-version", MODERN.encode()),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "path": "/mcp",
+        "root_path": "",
+        "headers": headers,
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5555),
+    }
+    messages = [{"type": "http.request", "body": body.encode(), "more_body": False}]
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+@pytest.mark.parametrize("tool", ["echo", "aecho"])
+def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str) -> None:
+    async def main() -> tuple[list[int], int]:
+        app = make_app()
+        await app.startup()
+        try:
+            for i in range(50):  # warm up: first-use caches and lazy imports
+                await post(app, i, tool)
+            gc.collect()
+            gc.disable()
+            try:
+                statuses = [await post(app, 100 + i, tool) for i in range(50)]
+                left = gc.collect()
+            finally:
+                gc.enable()
+            return statuses, left
+        finally:
+            await app.shutdown()
+
+    statuses, left = asyncio.run(main())
+    assert statuses == [200] * 50
+    assert left == 0
