@@ -1,6 +1,7 @@
-"""A 2026-07-28 POST leaves no reference cycle behind: what it allocated is freed by
-reference counting when it ends, so a busy server does not run the cycle collector over its
-requests (whose cost grows with the requests in flight)."""
+"""A 2026-07-28 POST leaves no reference cycle behind, answered with JSON or as an event
+stream (whose disconnection a task watched): what it allocated is freed by reference
+counting when it ends, so a busy server does not run the cycle collector over its requests
+(whose cost grows with the requests in flight)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcpline import Server
+from mcpline import Context, Server
 from mcpline.transports.http import HttpApp
 
 from ..proc import MODERN, meta
@@ -31,12 +32,21 @@ def make_app() -> HttpApp:
         await asyncio.sleep(0)
         return text
 
+    @server.tool
+    async def progress(text: str, ctx: Context) -> str:
+        """Report progress first, so that the response is an event stream."""
+        await ctx.report_progress(1, 2)
+        return text
+
     return server.http_app()
 
 
 async def post(app: HttpApp, id: int, tool: str) -> int:
     """One ``tools/call`` through the app in process; the response's status."""
-    params = {"name": tool, "arguments": {"text": "x"}, "_meta": meta()}
+    m = meta()
+    if tool == "progress":
+        m["progressToken"] = f"p{id}"
+    params = {"name": tool, "arguments": {"text": "x"}, "_meta": m}
     body = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
     headers = [
         (b"content-type", b"application/json"),
@@ -59,20 +69,26 @@ async def post(app: HttpApp, id: int, tool: str) -> int:
     }
     messages = [{"type": "http.request", "body": body.encode(), "more_body": False}]
     status = 0
+    ended = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
+        if not messages:
+            await ended.wait()  # the client stays until the response ends
+            return {"type": "http.disconnect"}
+        return messages.pop()
 
     async def send(message: dict[str, Any]) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
+        elif not message.get("more_body"):
+            ended.set()
 
     await app(scope, receive, send)
     return status
 
 
-@pytest.mark.parametrize("tool", ["echo", "aecho"])
+@pytest.mark.parametrize("tool", ["echo", "aecho", "progress"])
 def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str) -> None:
     async def main() -> tuple[list[int], int]:
         app = make_app()

@@ -146,7 +146,12 @@ class PostPeer(PeerState):
         task = self._watcher
         if task is not None:
             task.cancel()
-            task.add_done_callback(_watch_ended)
+            task.add_done_callback(self._watch_ended)
+
+    def _watch_ended(self, task: asyncio.Task[None]) -> None:
+        self._watcher = None  # the task's frame holds this peer: no cycle is left
+        if not task.cancelled():
+            task.exception()  # retrieved: a watch that failed ends with its request
 
     async def close(self) -> None:
         """Run the close hooks (an open listen gets its completion result); once."""
@@ -154,11 +159,6 @@ class PostPeer(PeerState):
             return
         self.closing.set()
         await self.run_close_hooks()
-
-
-def _watch_ended(task: asyncio.Task[None]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved: a watch that failed ends with its request
 
 
 async def serve(
