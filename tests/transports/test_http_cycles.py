@@ -1,7 +1,8 @@
 """A 2026-07-28 POST leaves no reference cycle behind, answered with JSON or as an event
 stream (whose disconnection a task watched): what it allocated is freed by reference
 counting when it ends, so a busy server does not run the cycle collector over its requests
-(whose cost grows with the requests in flight)."""
+(whose cost grows with the requests in flight); and a served process collects its youngest
+generation less often than CPython's default."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcpline import Context, Server
-from mcpline.transports.http import HttpApp
+from mcpline.transports.http import HttpApp, serve
 
 from ..proc import MODERN, meta
 
@@ -110,3 +111,16 @@ def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str) -> None:
     statuses, left = asyncio.run(main())
     assert statuses == [200] * 50
     assert left == 0
+
+
+def test_a_served_process_collects_young_objects_less_often_unless_the_program_chose() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(serve.DEFAULT_YOUNG_THRESHOLD, *before[1:])
+        serve.young_collections()
+        assert gc.get_threshold() == (serve.YOUNG_THRESHOLD, *before[1:])
+        gc.set_threshold(123, *before[1:])  # the program's own choice
+        serve.young_collections()
+        assert gc.get_threshold()[0] == 123
+    finally:
+        gc.set_threshold(*before)
