@@ -276,64 +276,15 @@ class HttpApp:
     async def __call__(
         self, scope: dict[str, Any], receive: respond.Receive, send: respond.Send
     ) -> None:
-        kind = scope["type"]
-        if kind == "lifespan":
-            await self._lifespan(receive, send)
-            return
-        if kind != "http":
-            if kind == "websocket":
-                await send({"type": "websocket.close", "code": 1003})
+        if scope["type"] != "http":
+            await self._other(scope, receive, send)
             return
         if self._stack is None and not self._stopping:
             await self.startup()  # mounted without lifespan events: start on first use
-        await self._http(scope, receive, send)
-
-    def cors(self, headers: Headers) -> list[tuple[bytes, bytes]]:
-        """The CORS headers of a response to a request from an accepted ``Origin``."""
-        origin = headers.get("origin")
-        if origin is None:
-            return []
-        return [
-            (b"access-control-allow-origin", origin.encode("latin-1")),
-            (b"access-control-expose-headers", CORS_EXPOSE),
-            (b"vary", b"origin"),
-        ]
-
-    def screen(self, scope: dict[str, Any], headers: Headers) -> admission.Refusal | None:
-        """The rungs every request climbs first, on any path the app serves: the header
-        block's size (431), ``Origin`` (403) and ``Host`` (421)."""
-        bound = _bound(scope)
-        return (
-            admission.header_size(headers.size, self.max_header_bytes)
-            or admission.origin(self.gate, headers.get("origin"), bound)
-            or admission.host(self.gate, headers.get("host"), bound)
-        )
-
-    def _route(self, scope: dict[str, Any]) -> str:
-        path: str = scope.get("path", "")
-        root: str = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        return path.rstrip("/") or "/"
-
-    async def _http(
-        self, scope: dict[str, Any], receive: respond.Receive, send: respond.Send
-    ) -> None:
         route = self._route(scope)
         method = scope["method"]
-        if route in self._metadata_routes:
-            await self._metadata(method, send)
-            return
-        if route != self.path:
-            if self.oauth_proxy is not None and self.oauth_proxy.handles(route):
-                await self.oauth_proxy.handle(route, scope, receive, send)
-                return
-            probe = self.probes.routes.get(route)
-            if probe is not None:
-                await probe(scope, send)
-                return
-            await respond.start(send, 404, [(b"content-type", b"text/plain")])
-            await respond.body(send, b"Not Found")
+        if route != self.path or route in self._metadata_routes:
+            await self._elsewhere(route, method, scope, receive, send)
             return
         headers = Headers(scope.get("headers", ()))
         refusal = self.screen(scope, headers)
@@ -368,6 +319,66 @@ class HttpApp:
             await legacy.get(self, headers, principal, receive, send, extra)
         else:
             await legacy.delete(self, headers, principal, send, extra)
+
+    async def _other(
+        self, scope: dict[str, Any], receive: respond.Receive, send: respond.Send
+    ) -> None:
+        """A scope other than ``http``: lifespan events are served, websockets refused."""
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1003})
+
+    def cors(self, headers: Headers) -> list[tuple[bytes, bytes]]:
+        """The CORS headers of a response to a request from an accepted ``Origin``."""
+        origin = headers.get("origin")
+        if origin is None:
+            return []
+        return [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", CORS_EXPOSE),
+            (b"vary", b"origin"),
+        ]
+
+    def screen(self, scope: dict[str, Any], headers: Headers) -> admission.Refusal | None:
+        """The rungs every request climbs first, on any path the app serves: the header
+        block's size (431), ``Origin`` (403) and ``Host`` (421)."""
+        bound = _bound(scope)
+        return (
+            admission.header_size(headers.size, self.max_header_bytes)
+            or admission.origin(self.gate, headers.get("origin"), bound)
+            or admission.host(self.gate, headers.get("host"), bound)
+        )
+
+    def _route(self, scope: dict[str, Any]) -> str:
+        path: str = scope.get("path", "")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        return path.rstrip("/") or "/"
+
+    async def _elsewhere(
+        self,
+        route: str,
+        method: str,
+        scope: dict[str, Any],
+        receive: respond.Receive,
+        send: respond.Send,
+    ) -> None:
+        """A path other than the endpoint's: metadata, the OAuth proxy, probes, else 404."""
+        if route in self._metadata_routes:
+            await self._metadata(method, send)
+            return
+        if self.oauth_proxy is not None and self.oauth_proxy.handles(route):
+            await self.oauth_proxy.handle(route, scope, receive, send)
+            return
+        probe = self.probes.routes.get(route)
+        if probe is not None:
+            await probe(scope, send)
+            return
+        await respond.start(send, 404, [(b"content-type", b"text/plain")])
+        await respond.body(send, b"Not Found")
 
     async def _post(
         self,
@@ -442,10 +453,18 @@ class HttpApp:
             await respond.refuse(send, refusal, extra, _id(message))
             return
         try:
-            if self._modern(message, headers):
-                await self._modern_post(message, headers, principal, receive, send, extra)
-            else:
+            if not self._modern(message, headers):
                 await legacy.post(self, message, headers, principal, client, receive, send, extra)
+            elif isinstance(message, Request):
+                await modern.serve(self, message, headers, principal, receive, send, extra)
+            elif isinstance(message, Notification):
+                await respond.empty(send, 202, extra)
+            else:
+                why = (
+                    "Invalid Request: a 2026-07-28 client sends no responses (the server asks "
+                    "for input with InputRequiredResult)"
+                )
+                await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
         finally:
             self.shares.release(client, listen)
 
@@ -457,26 +476,6 @@ class HttpApp:
             and SESSION_ID not in headers
             and has_modern_meta(message.params)
         )
-
-    async def _modern_post(
-        self,
-        message: Request | Notification | Response,
-        headers: Headers,
-        principal: Any,
-        receive: respond.Receive,
-        send: respond.Send,
-        extra: list[tuple[bytes, bytes]],
-    ) -> None:
-        if isinstance(message, Request):
-            await modern.serve(self, message, headers, principal, receive, send, extra)
-        elif isinstance(message, Notification):
-            await respond.empty(send, 202, extra)
-        else:
-            why = (
-                "Invalid Request: a 2026-07-28 client sends no responses (the server asks for "
-                "input with InputRequiredResult)"
-            )
-            await respond.error(send, 400, INVALID_REQUEST, why, None, extra)
 
     def open_post(self, peer: PostPeer) -> None:
         self.posts.add(peer)

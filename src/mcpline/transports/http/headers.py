@@ -14,7 +14,6 @@ import base64
 import binascii
 import decimal
 import functools
-import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -78,6 +77,31 @@ _BAD_REQUEST_CODES = frozenset(
 )
 
 
+_KNOWN_NAMES = {
+    name.encode("latin-1"): name
+    for name in (
+        "accept",
+        "accept-encoding",
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "origin",
+        "traceparent",
+        "tracestate",
+        "user-agent",
+        LAST_EVENT_ID,
+        METHOD,
+        NAME,
+        PROTOCOL_VERSION,
+        SESSION_ID,
+    )
+}
+"""Lower-case header names as ASGI servers send them, already decoded: the names requests
+usually carry (a fixed set: any other name is decoded as it comes)."""
+
+
 class HeaderError(ValueError):
     """A header that cannot be read: repeated, with invalid characters, or bad Base64."""
 
@@ -90,7 +114,15 @@ class Headers:
     def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
         if not isinstance(raw, (list, tuple)):
             raw = list(raw)
-        values = {n.decode("latin-1").lower(): v.decode("latin-1") for n, v in raw}
+        values: dict[str, str] = {}
+        size = 4 * len(raw)
+        known = _KNOWN_NAMES
+        for name, value in raw:
+            size += len(name) + len(value)
+            key = known.get(name)
+            if key is None:
+                key = name.decode("latin-1").lower()
+            values[key] = value.decode("latin-1")
         repeated: dict[str, list[str]] = {}
         if len(values) != len(raw):  # a name sent more than once: keep every value
             for name, value in raw:
@@ -102,7 +134,7 @@ class Headers:
         """Each name's value, repeated fields joined by commas (RFC 9110, section 5.3)."""
         self._repeated = repeated
         """The names sent more than once, with each of their values."""
-        self.size = sum(map(len, itertools.chain.from_iterable(raw))) + 4 * len(raw)
+        self.size = size
         """Bytes of the header block, roughly as sent (name, ``: ``, value, CRLF)."""
 
     def get(self, name: str) -> str | None:
@@ -124,6 +156,7 @@ class Headers:
         return MappingProxyType({name: self.get(name) or "" for name in self._values})
 
 
+@functools.lru_cache(maxsize=256)  # clients repeat the same few method and tool names
 def plain(value: str, header: str) -> str:
     """``value`` when it is a valid header value; `HeaderError` otherwise."""
     if not _SAFE_VALUE.match(value):
@@ -131,6 +164,7 @@ def plain(value: str, header: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=256)
 def decode_value(value: str, header: str) -> str:
     """A ``Mcp-Name``/``Mcp-Param-*`` value as its sender meant it: the Base64 sentinel
     ``=?base64?…?=`` decoded (strict alphabet, padding required, UTF-8), anything else as is.

@@ -517,7 +517,7 @@ async def _stream(
     stream.attach(outbox, after)
     try:
         async with respond.Watcher(receive, disconnected):
-            ended = await respond.stream(send, outbox, app.keepalive, gone)
+            ended = await respond.stream(send, outbox, app.keepalive, gone.is_set)
         if ended and stream.finished and not outbox.aborted:
             session.forget(stream)
     finally:

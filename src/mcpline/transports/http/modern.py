@@ -21,7 +21,7 @@ from ...server.outbound import Kind
 from ...server.peer import PeerState
 from ...spec import HEADER_MISMATCH, INTERNAL_ERROR, TOOLS_CALL
 from . import respond, sse
-from .headers import PROTOCOL_VERSION, HeaderError, Headers, mirror_problem
+from .headers import PROTOCOL_VERSION, HeaderError, Headers, mirror_problem, status_for
 
 if TYPE_CHECKING:
     from ...protocol.headers import HeaderParam
@@ -46,7 +46,7 @@ class HttpBinding:
         *,
         modern_only: bool,
         principal: Any,
-        close: Callable[[], None] = lambda: None,
+        close: Callable[[], None] | None = None,
     ) -> None:
         self._app = app
         self.headers = headers
@@ -84,21 +84,36 @@ class HttpBinding:
             raise JsonRpcError(HEADER_MISMATCH, f"Header mismatch: {problem}")
 
     def close_stream(self) -> None:
-        self._close()
+        if self._close is not None:
+            self._close()
 
 
 class PostPeer(PeerState):
-    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST."""
+    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST: its exchange, the outbox its
+    response is written from, and the task that watches for its client's disconnection
+    (started only for a request still running after `WATCH_AFTER`)."""
 
-    def __init__(self, app: HttpApp, name: str) -> None:
+    def __init__(self, app: HttpApp, name: str, receive: respond.Receive) -> None:
         super().__init__(name)
         self.exchange: Exchange | None = None
         self.outbox = sse.Outbox(
             app.server.options.max_outbound_bytes, self.run_overflow_hooks, app.outbound
         )
+        self.status = 200
+        """The HTTP status of the reply, from its JSON-RPC error code (`status_for`)."""
+        self.gone = False
+        """The client disconnected: the request is cancelled and nothing more is written."""
+        self._receive = receive
+        self._watcher: asyncio.Task[None] | None = None
         self._app = app
 
     def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
+        if kind is Kind.REPLY:
+            error = message.get("error")
+            if isinstance(error, dict):
+                code = error.get("code")
+                if type(code) is int:
+                    self.status = status_for(code)
         return self.outbox.put(data, kind)
 
     def send(self, data: bytes, kind: Kind) -> bool:
@@ -107,6 +122,36 @@ class PostPeer(PeerState):
     def phase_changed(self, exchange: Exchange, old: Phase) -> None:
         if exchange.phase in FINAL:
             self.outbox.close()
+
+    def left(self) -> bool:
+        """Whether the client disconnected (`gone`)."""
+        return self.gone
+
+    def disconnected(self) -> None:
+        """The client went away: cancel the request, drop what it still had to write."""
+        self.gone = True
+        if self.exchange is not None:
+            self.exchange.cancel()
+        self.outbox.abort()
+
+    def watch(self) -> None:
+        """Start watching for the client's disconnection (idempotent; a timer callback too)."""
+        if self._watcher is None:
+            self._watcher = self.loop.create_task(respond.watch(self._receive, self.disconnected))
+
+    def unwatch(self) -> None:
+        """Stop the watcher task, if it was started. Once cancelled it never calls
+        `disconnected`; it is not waited for, so that the request ends (and gives its share
+        back) without another loop pass."""
+        task = self._watcher
+        if task is not None:
+            task.cancel()
+            task.add_done_callback(self._watch_ended)
+
+    def _watch_ended(self, task: asyncio.Task[None]) -> None:
+        self._watcher = None  # the task's frame holds this peer: no cycle is left
+        if not task.cancelled():
+            task.exception()  # retrieved: a watch that failed ends with its request
 
     async def close(self) -> None:
         """Run the close hooks (an open listen gets its completion result); once."""
@@ -126,20 +171,13 @@ async def serve(
     extra: respond.Headers,
 ) -> None:
     """Serve one 2026-07-28 request POST through the engine."""
-    peer = PostPeer(app, f"http {request.method} {request.id!r}")
-    binding = HttpBinding(app, headers, modern_only=True, principal=principal)
-    exchange = Exchange(request, peer, binding)
+    peer = PostPeer(app, f"http {request.method} {request.id!r}", receive)
+    exchange = Exchange(
+        request, peer, HttpBinding(app, headers, modern_only=True, principal=principal)
+    )
     peer.exchange = exchange
     outbox = peer.outbox
-    gone = asyncio.Event()
-
-    def disconnected() -> None:
-        gone.set()
-        exchange.cancel()
-        outbox.abort()
-
     # Most requests are answered within WATCH_AFTER: they never pay for a watcher task.
-    watcher = respond.Watcher(receive, disconnected)
     later: int | None = None
     app.open_post(peer)
     try:
@@ -147,10 +185,10 @@ async def serve(
         if outbox.ready.is_set():
             items: list[sse.Item] | None = outbox.take()
         else:
-            later = app.watch_after.start(watcher.start)
+            later = app.watch_after.start(peer.watch)
             items = await sse.next_items(outbox, None)
             app.watch_after.cancel(later)
-        if gone.is_set() or items is None:
+        if peer.gone or items is None:
             return
         if outbox.aborted:
             why = (
@@ -163,21 +201,25 @@ async def serve(
             why = "Server shutting down: the request was not completed"
             await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
             return
-        if respond.replied(items):
-            await respond.reply(send, items[0][0], extra)
+        if items[0][1] is Kind.REPLY:
+            await respond.json(send, peer.status, items[0][0], extra)
             return
-        watcher.start()
+        peer.watch()
         await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
-        await respond.stream(send, outbox, app.keepalive, gone, items)
+        await respond.stream(send, outbox, app.keepalive, peer.left, items)
     finally:
         if later is not None:
             app.watch_after.cancel(later)  # also when the wait above was cancelled
-        await watcher.stop()
+        peer.unwatch()
         if exchange.open:
             exchange.cancel()
-        await peer.close()
+        if peer.close_hooks:
+            await peer.close()
+        else:
+            peer.closing.set()
         app.close_post(peer)
         outbox.release()
+        peer.exchange = None  # no cycle left: the request is freed when it ends, not collected
 
 
 __all__ = [

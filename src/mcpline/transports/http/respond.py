@@ -11,7 +11,6 @@ from typing import Any
 import msgspec
 
 from ...jsonrpc import RequestId, error_response
-from ...server.outbound import Kind
 from ...wire import encode
 from . import sse
 from .admission import Hold, Refusal
@@ -166,10 +165,13 @@ async def body(send: Send, data: bytes, more: bool = False) -> None:
 
 async def json(send: Send, status: int, data: bytes, headers: Headers = ()) -> None:
     """A whole JSON response."""
-    await start(
-        send,
-        status,
-        [*JSON_HEADERS, (b"content-length", str(len(data)).encode()), *headers],
+    length = (b"content-length", b"%d" % len(data))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*JSON_HEADERS, length, *headers],
+        }
     )
     await body(send, data)
 
@@ -202,12 +204,12 @@ async def stream(
     send: Send,
     outbox: sse.Outbox,
     keepalive: float | None,
-    gone: asyncio.Event,
+    gone: Callable[[], bool],
     first: list[sse.Item] | None = None,
 ) -> bool:
     """Write ``first`` then ``outbox`` as SSE events until it closes, the client leaves
     (``gone``) or it is aborted; a keep-alive comment after each ``keepalive`` seconds of
-    silence.
+    silence. ``gone()`` says whether the client left.
 
     The response must already be started. Returns whether the response was ended here
     (False when the client left first).
@@ -216,7 +218,7 @@ async def stream(
     while True:
         items = pending if pending is not None else await sse.next_items(outbox, keepalive)
         pending = None
-        if gone.is_set():
+        if gone():
             return False
         if items is None:
             await body(send, sse.KEEPALIVE, True)
@@ -230,11 +232,6 @@ async def stream(
             return True
         if chunk:
             await body(send, chunk, True)
-
-
-def replied(items: list[sse.Item]) -> bool:
-    """Whether the first of ``items`` is the response itself."""
-    return bool(items) and items[0][1] is Kind.REPLY
 
 
 class Watcher:
@@ -285,7 +282,6 @@ __all__ = [
     "read_body",
     "refuse",
     "Receive",
-    "replied",
     "reply",
     "Send",
     "SSE_HEADERS",

@@ -194,7 +194,13 @@ class Outbox:
             self.budget = None
         self.items.clear()
         self.size = self.in_flight = 0
-        self.close()
+        self._on_full = _nothing  # often a method of the outbox's owner: no cycle is left
+        if not self.closed:
+            self.close()
+
+
+def _nothing() -> None:
+    pass
 
 
 async def next_items(outbox: Outbox, keepalive: float | None) -> list[Item] | None:
