@@ -19,11 +19,9 @@ SLOW_FIRST = (
     # 100 s: the conformance suite through the bridge (everything.py, server-everything)
     "tests/bridge/test_bridge_conformance.py::test_the_conformance_suite_through_the_bridge",
     # 40-60 s: the conformance suite's server leg (module fixtures) and client leg
-    "tests/conformance/test_server_conformance.py::test_the_tasks_extension_scenarios_pass",
-    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes",
+    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes[2026",
     "tests/check/test_fuzz.py::test_soak_everything_server_memory_flat",
     "tests/conformance/test_client_conformance.py::test_every_required_client_scenario_passes",
-    "tests/conformance/test_server_conformance.py::test_the_pending_2026_http_scenarios_pass",
     # 30-40 s
     "tests/server/test_backpressure.py::test_listen_flood_to_a_peer_that_stops_reading",
     "tests/typing/test_types.py::test_decorated_functions_keep_their_types",
@@ -64,6 +62,15 @@ SLOW_FIRST = (
     "tests/cli/test_cli.py::test_timeout_is_an_overall_deadline",
 )
 
+LAST = (
+    # They read the run of the suite that the test above started (tests/shared.py): last,
+    # they find it done instead of waiting for it beside it on other workers.
+    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes[2025",
+    "tests/conformance/test_server_conformance.py::test_the_pending_2026_http_scenarios_pass",
+    "tests/conformance/test_server_conformance.py::test_the_tasks_extension_scenarios_pass",
+    "tests/conformance/test_server_conformance.py::test_the_sdk_fixture_ran_beside_it",
+)
+
 
 def _rank(nodeid: str) -> int:
     for i, prefix in enumerate(SLOW_FIRST):
@@ -74,19 +81,24 @@ def _rank(nodeid: str) -> int:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the known slow tests to the front, each followed by one other test.
+    """Move the known slow tests to the front, each followed by one other test, and the
+    tests that read a shared run (``LAST``) to the end.
 
     xdist starts each worker with two consecutive tests: interleaved, every worker starts
     on a slow test (instead of the first worker getting the two slowest, one after the
     other). The other tests keep their order.
     """
+    last = [i for i in items if i.nodeid.startswith(LAST)]
     ranked = sorted((i for i in items if _rank(i.nodeid) < len(SLOW_FIRST)), key=_ranked)
-    rest = [i for i in items if _rank(i.nodeid) == len(SLOW_FIRST)]
+    rest = [
+        i for i in items if _rank(i.nodeid) == len(SLOW_FIRST) and not i.nodeid.startswith(LAST)
+    ]
     order: list[pytest.Item] = []
     for k, item in enumerate(ranked):
         order.append(item)
         order.extend(rest[k : k + 1])
     order.extend(rest[len(ranked) :])
+    order.extend(last)
     assert len(order) == len(items)
     items[:] = order
 
