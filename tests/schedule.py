@@ -63,8 +63,9 @@ SLOW_FIRST = (
 )
 
 LAST = (
-    # They read the run of the suite that the test above started (tests/shared.py): last,
-    # they find it done instead of waiting for it beside it on other workers.
+    # They read a run that a test above started (tests/shared.py): last, they find it done
+    # instead of waiting for it beside it on other workers.
+    "tests/typing/test_types.py::test_misspelt_or_mistyped_options_are_type_errors",
     "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes[2025",
     "tests/conformance/test_server_conformance.py::test_the_pending_2026_http_scenarios_pass",
     "tests/conformance/test_server_conformance.py::test_the_tasks_extension_scenarios_pass",
