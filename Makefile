@@ -19,7 +19,10 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/mcpline demo
 
+# Byte-compiled first: the suite starts hundreds of Python processes that import mcpline,
+# and where PYTHONDONTWRITEBYTECODE is set (as in many containers) each would compile it again.
 test: $(BIN)/.installed
+	$(BIN)/python -m compileall -q src tests examples
 	$(BIN)/python -m pytest
 
 # The tests marked `fast` (tests/conftest.py): unit tests and the in-memory driver's tests,
