@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 SLOW_FIRST = (
-    # Measured: whole runs (`pytest --durations=80`, 4 workers, 2 cores, quiet to load 13),
+    # Measured: whole runs (`pytest --durations=80`, 4-6 workers, 2 cores, quiet to load 13),
     # slowest first; a shared run (tests/shared.py) counts with the test listed here.
     # 100 s: the conformance suite through the bridge (everything.py, server-everything)
     "tests/bridge/test_bridge_conformance.py::test_the_conformance_suite_through_the_bridge",
