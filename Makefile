@@ -19,8 +19,12 @@ install: $(BIN)/.installed
 demo: $(BIN)/.installed
 	$(BIN)/mcpline demo
 
+# Python's byte-code caches (git-ignored __pycache__) are written even where the environment
+# sets PYTHONDONTWRITEBYTECODE, as many containers do: the suite starts hundreds of Python
+# processes that import mcpline, and each xdist worker rewrites every test module's asserts;
+# without the caches each would compile it all again, run after run.
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
 # The tests marked `fast` (tests/conftest.py): unit tests and the in-memory driver's tests,
 # no process, no socket, no download.

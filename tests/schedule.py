@@ -14,28 +14,27 @@ from __future__ import annotations
 import pytest
 
 SLOW_FIRST = (
-    # Measured: a whole run (`pytest --durations=45`, 4 workers, 2 cores, load 3-11), slowest
-    # first; a module's shared server counts with the first test that sets it up.
+    # Measured: whole runs (`pytest --durations=80`, 4-6 workers, 2 cores, quiet to load 13),
+    # slowest first; a shared run (tests/shared.py) counts with the test listed here.
     # 100 s: the conformance suite through the bridge (everything.py, server-everything)
     "tests/bridge/test_bridge_conformance.py::test_the_conformance_suite_through_the_bridge",
-    # 40-60 s: the conformance suite's server leg (module fixtures) and client leg
-    "tests/conformance/test_server_conformance.py::test_the_tasks_extension_scenarios_pass",
-    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes",
+    # 30-60 s: the soak (mostly waiting on slow tools), the conformance suite's client leg
+    # and its server leg (everything.py and the SDK fixture), `mcpline check` of the peers
     "tests/check/test_fuzz.py::test_soak_everything_server_memory_flat",
     "tests/conformance/test_client_conformance.py::test_every_required_client_scenario_passes",
-    "tests/conformance/test_server_conformance.py::test_the_pending_2026_http_scenarios_pass",
-    # 30-40 s
-    "tests/server/test_backpressure.py::test_listen_flood_to_a_peer_that_stops_reading",
+    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes[2026",
+    "tests/check/test_check_peers.py::test_peer_runs_to_completion_and_reports_honestly",
+    # 15-30 s
+    "tests/check/test_check_catches.py::test_broken_server_is_caught_on_concurrency",
     "tests/typing/test_types.py::test_decorated_functions_keep_their_types",
+    "tests/server/test_backpressure.py::test_listen_flood_to_a_peer_that_stops_reading",
+    "tests/bridge/test_bridge_stdio.py::test_mcpline_check_passes_every_check_through_the",
+    "tests/conformance/test_client_conformance.py::test_every_scenario_of_the_whole_client_suite",
     "tests/conformance/test_harness.py::test_a_failing_scenario_is_reported_as_failed",
     "tests/conformance/test_client_conformance.py::test_a_single_client_scenario_is_parsed",
-    "tests/conformance/test_client_conformance.py::test_every_scenario_of_the_whole_client_suite",
-    # 10-25 s: `mcpline check` against slow or broken servers (timeouts by design), and more
-    "tests/check/test_check_peers.py::test_peer_runs_to_completion_and_reports_honestly",
-    "tests/check/test_check_catches.py::test_broken_server_is_caught_on_concurrency",
+    # 8-15 s: `mcpline check` against slow or broken servers (timeouts by design), and more
     "tests/cli/test_cli_input.py::test_input_answers_each_kind_in_order",
     "tests/examples/test_demo_package.py::test_a_wheel_ships_the_quickstart",
-    "tests/bridge/test_bridge_stdio.py::test_mcpline_check_passes_every_check_through_the",
     "tests/bridge/test_bridge_faults.py::test_a_server_flooding_its_stdout_does_not_flood",
     "tests/conformance/test_harness.py::test_a_legacy_scenario_runs_on_the_handshake_wire",
     "tests/check/test_fuzz.py::test_client_fed_fuzzed_server_output_survives",
@@ -64,6 +63,16 @@ SLOW_FIRST = (
     "tests/cli/test_cli.py::test_timeout_is_an_overall_deadline",
 )
 
+LAST = (
+    # They read a run that a test above started (tests/shared.py): last, they find it done
+    # instead of waiting for it beside it on other workers.
+    "tests/typing/test_types.py::test_misspelt_or_mistyped_options_are_type_errors",
+    "tests/conformance/test_server_conformance.py::test_every_required_scenario_passes[2025",
+    "tests/conformance/test_server_conformance.py::test_the_pending_2026_http_scenarios_pass",
+    "tests/conformance/test_server_conformance.py::test_the_tasks_extension_scenarios_pass",
+    "tests/conformance/test_server_conformance.py::test_the_sdk_fixture_ran_beside_it",
+)
+
 
 def _rank(nodeid: str) -> int:
     for i, prefix in enumerate(SLOW_FIRST):
@@ -74,19 +83,24 @@ def _rank(nodeid: str) -> int:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the known slow tests to the front, each followed by one other test.
+    """Move the known slow tests to the front, each followed by one other test, and the
+    tests that read a shared run (``LAST``) to the end.
 
     xdist starts each worker with two consecutive tests: interleaved, every worker starts
     on a slow test (instead of the first worker getting the two slowest, one after the
     other). The other tests keep their order.
     """
+    last = [i for i in items if i.nodeid.startswith(LAST)]
     ranked = sorted((i for i in items if _rank(i.nodeid) < len(SLOW_FIRST)), key=_ranked)
-    rest = [i for i in items if _rank(i.nodeid) == len(SLOW_FIRST)]
+    rest = [
+        i for i in items if _rank(i.nodeid) == len(SLOW_FIRST) and not i.nodeid.startswith(LAST)
+    ]
     order: list[pytest.Item] = []
     for k, item in enumerate(ranked):
         order.append(item)
         order.extend(rest[k : k + 1])
     order.extend(rest[len(ranked) :])
+    order.extend(last)
     assert len(order) == len(items)
     items[:] = order
 

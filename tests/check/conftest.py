@@ -4,15 +4,12 @@ one run per test session, not one per test (xdist's workers share it through a f
 from __future__ import annotations
 
 import copy
-import json
 import sys
 from typing import Any
 
 import pytest
 
-from mcpline import _platform
-
-from ..provisioning import locked
+from ..shared import once
 from .util import EXAMPLES, run_check
 
 EVERYTHING = [sys.executable, str(EXAMPLES / "servers" / "everything.py")]
@@ -25,17 +22,7 @@ def _run() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def _everything_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    if _platform.WINDOWS:
-        return _run()
-    shared = tmp_path_factory.getbasetemp().parent  # one folder for every xdist worker
-    result = shared / "everything-check.json"
-    with locked(shared / "everything-check.lock"):
-        if result.is_file():
-            loaded: dict[str, Any] = json.loads(result.read_text())
-            return loaded
-        run = _run()
-        result.write_text(json.dumps(run))
-        return run
+    return once(tmp_path_factory, "everything-check", _run)
 
 
 @pytest.fixture

@@ -7,24 +7,32 @@ extension's nine ``tasks-*`` scenarios the suite runs (it skips ``tasks-status-n
 itself). The SDK fixture runs
 in the same session; the side-by-side table is written to ``.cache/conformance.md``
 (``docs/conformance.md`` is a committed copy of a real run). Nothing here skips.
+
+The tests share one run of it per session, across xdist's workers (``tests.shared``): the
+first to start (``tests/schedule.py`` puts one first and the rest last) runs the suite.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from ..shared import once
 from . import compare, harness
 
 pytestmark = pytest.mark.timeout(1200)
 
 
-@pytest.fixture(scope="module")
-def runs() -> dict[str, dict[str, harness.ServerRun]]:
+def _collect() -> dict[str, dict[str, harness.ServerRun]]:
     found = compare.collect()
     out = compare.REPO / ".cache" / "conformance.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text(compare.render(found), "utf-8")
     return found
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, harness.ServerRun]]:
+    return once(tmp_path_factory, "server-conformance", _collect)
 
 
 def failing(results: list[harness.ScenarioResult]) -> list[str]:
