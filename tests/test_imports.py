@@ -106,6 +106,7 @@ server.run()
 
 NOT_WHILE_SERVING = (
     "json",  # stdlib json: the wire is msgspec's
+    "hashlib",  # digests come with the first sealed state or authenticated caller
     "mcpline.server.auth.tokens",  # only a server that authenticates reads tokens
     "mcpline.server.tasks.manager",
     "mcpline.server.subscriptions",

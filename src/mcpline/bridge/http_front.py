@@ -13,7 +13,6 @@ new one).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -53,7 +52,7 @@ class BridgeServer(Server):
             sync_workers=1,
         )
         self.backend = backend
-        self.runtime = dataclasses.replace(self.runtime, engine=backend.engine)
+        self.runtime = self.runtime._replace(engine=backend.engine)
         for item in middleware:
             self.add_middleware(item)
 

@@ -3,7 +3,6 @@ rate limits and per-client shares are bound to."""
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import msgspec
@@ -16,6 +15,8 @@ def owner_key(principal: Any) -> str:
     id)."""
     if principal is None:
         return ""
+    import hashlib  # loads with the first authenticated caller, not with every server
+
     owner = getattr(principal, "owner", None)
     if isinstance(owner, str):
         return hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()

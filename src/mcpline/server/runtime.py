@@ -9,8 +9,7 @@ forwarding one) gives its runtime that engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ._options import ServerOptions
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
     from .services import Services
 
 
-@dataclass(frozen=True)
-class Runtime:
+class Runtime(NamedTuple):
     """The serving side of one server."""
 
     engine: Engine
