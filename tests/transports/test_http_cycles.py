@@ -89,8 +89,14 @@ async def post(app: HttpApp, id: int, tool: str) -> int:
     return status
 
 
-@pytest.mark.parametrize("tool", ["echo", "aecho", "progress"])
-def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str) -> None:
+@pytest.mark.parametrize(
+    ("tool", "status"),
+    [("echo", 200), ("aecho", 200), ("progress", 200), ("no-such-tool", 400)],
+)
+def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str, status: int) -> None:
+    """The last case fails in its handler (an unknown tool): the error answered must not
+    tie the failing frames, and the request they hold, into a cycle."""
+
     async def main() -> tuple[list[int], int]:
         app = make_app()
         await app.startup()
@@ -109,7 +115,7 @@ def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str) -> None:
             await app.shutdown()
 
     statuses, left = asyncio.run(main())
-    assert statuses == [200] * 50
+    assert statuses == [status] * 50
     assert left == 0
 
 

@@ -132,6 +132,17 @@ class Binding(Protocol):
         ...
 
 
+def error_reply(
+    rid: RequestId, exc: BaseException, method: str, legacy: bool = False
+) -> dict[str, Any]:
+    """The response to request ``rid`` that failed with ``exc`` (`wire_error`). Built here, not
+    in the failing frame: a local there holding the error would tie it to its own traceback,
+    a reference cycle that keeps the request (its arguments, its body) until the cyclic
+    collector runs."""
+    err = wire_error(exc, method, legacy=legacy)
+    return error_response(rid, err.code, err.message, err.data)
+
+
 class Exchange:
     """One request and everything written for it: the engine's per-request record."""
 
@@ -332,8 +343,7 @@ class Engine:
             ctx, awaitable, long_lived = self.route(exchange)
         except Exception as exc:
             if chain is None:
-                err = wire_error(exc, req.method)
-                exchange.reply(error_response(req.id, err.code, err.message, err.data))
+                exchange.reply(error_reply(req.id, exc, req.method))
                 return
             exchange.move(Phase.RUNNING)
             refused = chain.request(exchange, None, _raise(exc))
@@ -369,8 +379,8 @@ class Engine:
             return
         except Exception as exc:
             ctx = exchange.ctx
-            err = wire_error(exc, exchange.method, legacy=ctx is not None and ctx.legacy)
-            exchange.reply(error_response(exchange.id, err.code, err.message, err.data))
+            legacy = ctx is not None and ctx.legacy
+            exchange.reply(error_reply(exchange.id, exc, exchange.method, legacy))
             return
         exchange.reply(result_response(exchange.id, result))
 
