@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -32,6 +33,11 @@ def make_app() -> HttpApp:
         """Return the text (a coroutine function)."""
         await asyncio.sleep(0)
         return text
+
+    @server.tool(inline=False)
+    def fails(text: str) -> str:
+        """Raise (on a worker thread): the call is answered with an ``isError`` result."""
+        raise ValueError(text)
 
     @server.tool
     async def progress(text: str, ctx: Context) -> str:
@@ -91,11 +97,11 @@ async def post(app: HttpApp, id: int, tool: str) -> int:
 
 @pytest.mark.parametrize(
     ("tool", "status"),
-    [("echo", 200), ("aecho", 200), ("progress", 200), ("no-such-tool", 400)],
+    [("echo", 200), ("aecho", 200), ("progress", 200), ("fails", 200), ("no-such-tool", 400)],
 )
 def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str, status: int) -> None:
-    """The last case fails in its handler (an unknown tool): the error answered must not
-    tie the failing frames, and the request they hold, into a cycle."""
+    """A tool that raises, and a call that fails in its handler (an unknown tool): the
+    exception must not tie the failing frames, and the request they hold, into a cycle."""
 
     async def main() -> tuple[list[int], int]:
         app = make_app()
@@ -114,7 +120,13 @@ def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str, status: int
         finally:
             await app.shutdown()
 
-    statuses, left = asyncio.run(main())
+    # pytest keeps the log records (with their exceptions) the failing tool logs: keep none
+    quiet = logging.getLogger("mcpline.server")
+    quiet.disabled = True
+    try:
+        statuses, left = asyncio.run(main())
+    finally:
+        quiet.disabled = False
     assert statuses == [status] * 50
     assert left == 0
 

@@ -35,7 +35,7 @@ class ErrorMaskingMiddleware(Middleware):
             TOOL_FAILURE.reset(token)
         if (
             failure is None
-            or isinstance(failure, self.expose)
+            or issubclass(failure, self.expose)
             or type(result) is not dict
             or result.get("isError") is not True
         ):
@@ -45,7 +45,7 @@ class ErrorMaskingMiddleware(Middleware):
         log.warning(
             "tool %r failed with %s (reference %s sent to the client)",
             mctx.name,
-            type(failure).__name__,
+            failure.__name__,
             ref,
         )
         masked = {**result, **error_result(f"Tool {mctx.name!r} failed (reference {ref})")}

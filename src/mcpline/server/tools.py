@@ -30,9 +30,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpline.server")
 
-TOOL_FAILURE: ContextVar[BaseException | None] = ContextVar("mcpline.tool_failure", default=None)
-"""The exception a tool body raised (not a `ToolError`) in the request being served, set when
-its ``isError`` result was made (error masking middleware reads it)."""
+TOOL_FAILURE: ContextVar[type[BaseException] | None] = ContextVar(
+    "mcpline.tool_failure", default=None
+)
+"""The type of the exception a tool body raised (not a `ToolError`) in the request being
+served, set when its ``isError`` result was made (error masking middleware reads it)."""
 
 NAME_RE = re.compile(rf"^[A-Za-z0-9_.-]{{1,{TOOL_NAME_MAX}}}$")
 """Tool names: 1 to `TOOL_NAME_MAX` characters of ``A-Z a-z 0-9 _ - .``."""
@@ -301,8 +303,9 @@ async def invoke(
 
 def failure_result(tool: Tool, exc: Exception) -> dict[str, Any]:
     """The ``isError`` result of a tool whose body raised ``exc`` (not a `ToolError`): its
-    type and text, kept as `TOOL_FAILURE` for error masking."""
-    TOOL_FAILURE.set(exc)
+    type and text. The type is kept as `TOOL_FAILURE` for error masking (the exception
+    itself would tie the request's frames, through its traceback, to the task's context)."""
+    TOOL_FAILURE.set(type(exc))
     detail = str(exc) or "no details"
     return error_result(f"Tool {tool.name!r} failed: {type(exc).__name__}: {detail}")
 
