@@ -361,14 +361,13 @@ class Chain:
         from ..errors import StateError
         from ..server.owners import owner_key
 
+        owner = owner_key(principal)
         try:
-            state, asked = sealer.open(
-                params["requestState"], ctx.method, params, owner_key(principal)
-            )
+            state, asked = sealer.open(params["requestState"], ctx.method, params, owner)
         except StateError:
             return False
         ctx.take_state(state, asked)
-        return sealer.ledger is not None and ctx.chain_ran == owner_key(principal)
+        return sealer.ledger is not None and ctx.chain_ran == owner
 
     # --- what the engine asks -------------------------------------------------------------
 
