@@ -141,26 +141,31 @@ class RunResult:
     number: int
     seconds: float
     exit_code: int
-    failed: list[str]
+    failed: dict[str, str]
+    """Each failed test's id and the first line of why it failed."""
     load: tuple[float, float]
     """The lowest and highest 1-minute load average sampled during the run."""
 
 
-def failures(junit: Path) -> list[str]:
-    """The ids (``path::name``) of the tests a JUnit XML report says failed or erred."""
+def failures(junit: Path) -> dict[str, str]:
+    """The tests a JUnit XML report says failed or erred: ``{path::name: first line of why}``."""
     if not junit.exists():
-        return []
-    out: list[str] = []
+        return {}
+    out: dict[str, str] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        if bad is not None:
             module = case.get("classname", "").replace(".", "/")
-            out.append(f"{module}.py::{case.get('name', '?')}")
+            why = (bad.get("message") or bad.text or "").strip().splitlines()
+            out[f"{module}.py::{case.get('name', '?')}"] = why[0][:300] if why else "?"
     return out
 
 
-def run_once(number: int, pytest_args: list[str], max_seconds: float, folder: str) -> RunResult:
-    """One pytest run (its own JUnit report), sampling the load average as it goes."""
-    junit = Path(folder) / f"run-{number}.xml"
+def run_once(number: int, pytest_args: list[str], max_seconds: float, folder: Path) -> RunResult:
+    """One pytest run (its own JUnit report in ``folder``), sampling the load average."""
+    junit = folder / f"run-{number}.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     cmd += [f"--junitxml={junit}", *pytest_args]
     started = time.monotonic()
@@ -223,9 +228,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args, pytest_args = parse(sys.argv[1:] if argv is None else argv)
-    folder = tempfile.mkdtemp(prefix="mcpline-flakes-")
+    scratch = tempfile.mkdtemp(prefix="mcpline-flakes-")
+    reports = ROOT / ".cache" / "flakes"
+    shutil.rmtree(reports, ignore_errors=True)
+    reports.mkdir(parents=True)
     load = Load(
-        args.burners, args.io, args.churn, args.sockets, args.runs * args.max_seconds, folder
+        args.burners, args.io, args.churn, args.sockets, args.runs * args.max_seconds, scratch
     )
     what = " ".join(pytest_args) or "the whole suite"
     print(
@@ -237,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with load.running():
             for n in range(1, args.runs + 1):
-                r = run_once(n, pytest_args, args.max_seconds, folder)
+                r = run_once(n, pytest_args, args.max_seconds, reports)
                 results.append(r)
                 print(
                     f"run {n}: exit {r.exit_code} in {r.seconds:.0f}s, load average "
@@ -245,17 +253,21 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return report(results)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return report(results, reports)
 
 
-def report(results: list[RunResult]) -> int:
-    counts = Counter(test for r in results for test in set(r.failed))
+def report(results: list[RunResult], reports: Path) -> int:
+    counts = Counter(test for r in results for test in r.failed)
     broken = [r for r in results if r.exit_code in NOT_RUN or r.exit_code < 0]
     if counts:
         print(f"\n{len(counts)} test(s) failed at least once in {len(results)} run(s):")
         for test, n in counts.most_common():
             print(f"  {n}/{len(results)}  {test}")
+            for r in results:
+                if test in r.failed:
+                    print(f"        run {r.number}: {r.failed[test]}")
+        print(f"each run's JUnit report (with the whole of each failure): {reports}/run-N.xml")
     else:
         print(f"\nno test failed in {len(results)} run(s)")
     for r in broken:
