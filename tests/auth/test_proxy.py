@@ -203,12 +203,13 @@ def test_the_resource_metadata_names_the_proxy_and_the_metadata_its_endpoints(
 def documents() -> Iterator[tuple[str, dict[str, bytes]]]:
     """A loopback web server for client metadata documents: (its URL, path → body)."""
     bodies: dict[str, bytes] = {}
+    done = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             body = bodies.get(self.path)
-            if body == b"slow":
-                time.sleep(3)
+            if body == b"slow":  # answers only once the tests are over
+                done.wait(60)
             self.send_response(200 if body is not None else 404)
             self.send_header("content-type", "application/json")
             self.end_headers()
@@ -221,6 +222,7 @@ def documents() -> Iterator[tuple[str, dict[str, bytes]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}", bodies
+    done.set()
     server.shutdown()
     server.server_close()
     thread.join(10)
@@ -313,7 +315,10 @@ def test_a_provider_that_cannot_be_discovered_fails_the_sign_in(
     if body is not None:
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         bodies[path + "/.well-known/openid-configuration"] = data
-    upstream = Upstream(client_id="x", client_secret="y", issuer=base + path, timeout=0.5)
+    # Only the provider that never answers meets the short timeout: a busy machine must not
+    # turn another case's answer into "did not answer in time".
+    timeout = 0.5 if body == "slow" else 30.0
+    upstream = Upstream(client_id="x", client_secret="y", issuer=base + path, timeout=timeout)
     proxy = OAuthProxy(upstream, issuer="http://proxy.test", resource="http://proxy.test/mcp")
 
     async def main() -> None:

@@ -304,11 +304,14 @@ def test_quota_counts_bytes_and_checks_what_an_update_adds(make: Factory) -> Non
 def test_expired_tasks_leave_the_quota(make: Factory) -> None:
     async def main() -> None:
         store = await opened(make)
-        for i in range(3):
-            await store.create(record(f"s{i}", owner="dave", ttl=150), QUOTA)
+        # Long enough that a busy machine creates the fourth before the first three expire.
+        early = [record(f"s{i}", owner="dave", ttl=3_000) for i in range(3)]
+        for r in early:
+            await store.create(r, QUOTA)
         with pytest.raises(QuotaExceeded):
             await store.create(record("s3", owner="dave"), QUOTA)
-        await asyncio.sleep(0.3)
+        expires = max(r.expires or 0 for r in early)
+        await asyncio.sleep(max(0, expires - now_ms()) / 1000 + 0.2)  # all three expired
         await store.create(record("s3", owner="dave"), QUOTA)  # before any purge
         assert (await store.usage("dave"))[0].tasks == 1
         await store.purge(now_ms())
