@@ -83,8 +83,8 @@ def test_sigterm_completes_open_listens_then_exits_zero() -> None:
             },
         }
     ]
-    assert server.proc.wait(10) == 0
-    assert time.monotonic() - started < 5
+    assert server.proc.wait(30) == 0
+    assert time.monotonic() - started < 30  # it ended by itself (the listens' answers above)
     conn.close()
 
 
