@@ -8,8 +8,8 @@ call_next(mctx)``, then look at or replace the result). `Middleware` is a base c
 runs the chain for every transport and era; without middleware nothing of this module runs.
 
 The chain runs once per request, not once per MRTR round: a later round of a modern request
-skips it when its sealed ``requestState`` verifies and says the chain already ran for this
-request and principal (`Context.chain_ran`). A middleware that wants every round says so
+skips it when its sealed ``requestState`` verifies (for the principal it was sealed for) and
+says the chain already ran for this request (`Context.chain_ran`). A middleware that wants every round says so
 (`Middleware.every_round`, or `every_round` on a function).
 """
 
@@ -351,8 +351,8 @@ class Chain:
 
     def later_round(self, ctx: Context, params: Mapping[str, Any], principal: Any) -> bool:
         """Whether this modern MRTR request is a later round of one the chain already ran
-        for: its ``requestState`` opens (then the handler takes it as opened) and says the
-        chain ran for the same principal, and states are single-use (a reusable one could
+        for: its ``requestState`` opens for this principal (then the handler takes it as
+        opened) and says the chain ran, and states are single-use (a reusable one could
         skip the chain again and again). Anything else is a first round; a state that does
         not open is refused by the handler as usual."""
         sealer = self.sealer
@@ -367,7 +367,7 @@ class Chain:
         except StateError:
             return False
         ctx.take_state(state, asked)
-        return sealer.ledger is not None and ctx.chain_ran == owner
+        return sealer.ledger is not None and ctx.chain_ran
 
     # --- what the engine asks -------------------------------------------------------------
 

@@ -94,7 +94,7 @@ class ElicitResult(Generic[T]):
 class _Rerun:
     """What the framework carries from one round of a request to the next."""
 
-    __slots__ = ("answers", "memo", "seen", "chain", "owner", "taken")
+    __slots__ = ("answers", "memo", "seen", "chain", "taken")
 
     def __init__(self) -> None:
         self.answers: dict[str, dict[str, Any]] = {}
@@ -105,8 +105,6 @@ class _Rerun:
         """This run's `Context.elicit` questions, for their keys (cleared at each run)."""
         self.chain = False
         """Whether the middleware chain ran for this request (the next state says so)."""
-        self.owner: str | None = None
-        """The principal's key the opened state says the chain ran for (None: it does not)."""
         self.taken = False
         """Whether the state was opened before the handler ran (`Context.take_state`)."""
 
@@ -285,10 +283,7 @@ class Context(Generic[LifespanT]):
             if type(kept) is dict:
                 rerun.answers = dict(kept.get("answers") or {})
                 rerun.memo = dict(kept.get("memo") or {})
-                owner = kept.get("chain")
-                if type(owner) is str:
-                    rerun.owner = owner
-                    rerun.chain = True
+                rerun.chain = kept.get("chain") is True
             value = value["state"]
         self._state = value
 
@@ -316,22 +311,21 @@ class Context(Generic[LifespanT]):
         if rerun.memo:
             kept["memo"] = dict(rerun.memo)
         if rerun.chain:
-            from .owners import owner_key
-
-            kept["chain"] = owner_key(self.principal)
+            kept["chain"] = True
         return {RERUN_KEY: kept, "state": state}
 
     def note_chain(self) -> None:
         """MRTR: the middleware chain ran for this request, so the state sealed for its next
-        round says so, for this principal (what lets that round skip the chain)."""
+        round says so (what lets that round skip the chain; the seal binds it to this
+        principal)."""
         self._kept().chain = True
 
     @property
-    def chain_ran(self) -> str | None:
-        """MRTR: the key of the principal (`mcpline.server.owners.owner_key`) the
-        opened state says the middleware chain already ran for; ``None`` when it does not."""
+    def chain_ran(self) -> bool:
+        """MRTR: whether the opened state says the middleware chain already ran for this
+        request (the state opened only for the principal it was sealed for)."""
         rerun = self._rerun
-        return None if rerun is None else rerun.owner
+        return rerun is not None and rerun.chain
 
     def take_state(self, state: Any, asked: dict[str, str]) -> None:
         """MRTR: the ``requestState`` opened before the handler ran (by the middleware
