@@ -9,8 +9,8 @@ runs the chain for every transport and era; without middleware nothing of this m
 
 The chain runs once per request, not once per MRTR round: a later round of a modern request
 skips it when its sealed ``requestState`` verifies (for the principal it was sealed for) and
-says the chain already ran for this request (`Context.chain_ran`). A middleware that wants every round says so
-(`Middleware.every_round`, or `every_round` on a function).
+says the chain already ran for this request (`Context.chain_ran`). A middleware that wants
+every round says so (`Middleware.every_round`, or `every_round` on a function).
 """
 
 from __future__ import annotations
