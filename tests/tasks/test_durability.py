@@ -175,7 +175,7 @@ def test_redis_a_task_started_on_one_replica_completes_through_the_other(
     a, b = replicas
     assert http_pid(a) != http_pid(b)
     created = result(
-        http_request(a, "tools/call", {"name": "slow", "arguments": {"seconds": 0.5, "label": "r"}})
+        http_request(a, "tools/call", {"name": "slow", "arguments": {"seconds": 3, "label": "r"}})
     )
     assert created["resultType"] == "task"
     assert (
@@ -273,7 +273,7 @@ def test_redis_a_listen_on_one_replica_hears_of_a_task_on_the_other(
 ) -> None:
     a, b = replicas
     created = result(
-        http_request(a, "tools/call", {"name": "slow", "arguments": {"seconds": 1, "label": "n"}})
+        http_request(a, "tools/call", {"name": "slow", "arguments": {"seconds": 3, "label": "n"}})
     )
     seen = listen_events(b, [created["taskId"]], "completed")
     assert seen[0]["method"] == "notifications/subscriptions/acknowledged"

@@ -250,7 +250,8 @@ def listen(p: ServerProcess, id: Any, caps: Any = FULL, **notifications: Any) ->
 
 
 def test_status_notifications(ev: ServerProcess) -> None:
-    task_id = start(ev, "slow_compute", {"seconds": 0.5, "label": "notify"})
+    # Long enough that a loaded machine's listen still finds it working.
+    task_id = start(ev, "slow_compute", {"seconds": 3, "label": "notify"})
     ack = listen(ev, "watch", taskIds=[task_id, "nope"])
     assert ack["method"] == "notifications/subscriptions/acknowledged"
     assert ack["params"]["notifications"] == {"taskIds": [task_id]}  # unknown ids left out
