@@ -154,7 +154,10 @@ def test_a_tool_body_can_return_a_task_handle(srv: ServerProcess, marks: Path) -
 
 def test_progress_becomes_the_status_message(srv: ServerProcess) -> None:
     msg = srv.request_msg(
-        "tools/call", {"name": "progress", "arguments": {"steps": 3}}, caps=FULL, progressToken=5
+        "tools/call",
+        {"name": "progress", "arguments": {"steps": 3, "pause": 0.8}},  # polls see a step
+        caps=FULL,
+        progressToken=5,
     )
     srv.send(msg)
     resp, before = srv.read_until(msg["id"])
