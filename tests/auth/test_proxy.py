@@ -40,11 +40,11 @@ def proxy(authz: Authz) -> Iterator[HttpServer]:
     assert "code=" not in server.stderr  # no URL with a code, the provider's or the proxy's
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def small(authz: Authz) -> Iterator[HttpServer]:
     """A proxy with tiny limits (codes live 1 s, 2 sign-ins in progress per address, 3
     registrations per address, 1 s for a body), given the provider's endpoints as for
-    GitHub."""
+    GitHub. One per test: the tests count registrations from this address."""
     limits = "code_ttl=1,max_pending_per_address=2,max_clients_per_address=3,body_timeout=1"
     server = proxy_server(authz, limits, discovery=False)
     yield server

@@ -20,6 +20,7 @@ COMMON_FAILS = {
 }
 
 
+@pytest.mark.timeout(600)  # every check of `mcpline check` against a slow peer
 @pytest.mark.parametrize("name", ["mcp_server.py", "fastmcp_server.py"])
 def test_peer_runs_to_completion_and_reports_honestly(name: str) -> None:
     server = BENCH_SERVERS / name

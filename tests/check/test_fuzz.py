@@ -8,6 +8,8 @@ import os
 import sys
 import time
 
+import pytest
+
 from mcpline.check.corpus import Corpus, Fuzzer, readable_id
 from mcpline.check.fuzz import fuzz_server, soak_server
 from mcpline.check.runner import ServerProcess, tree_rss
@@ -71,6 +73,7 @@ def test_fuzz_everything_server_short_run() -> None:
     assert rep.answered_once == rep.readable - rep.optional_unanswered
 
 
+@pytest.mark.timeout(600)  # 20,000 requests: about 50 s quiet, several times that loaded
 def test_soak_everything_server_memory_flat() -> None:
     corpus = _everything_corpus(1)
     # Two malloc arenas: glibc gives each new worker thread an arena of its own (up to 8 per

@@ -88,6 +88,7 @@ def inspect(config: Path, home: Path, *args: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.timeout(600)  # installs the Inspector on a first run, then eight node processes
 @pytest.mark.parametrize("era", ["modern", "legacy"])
 def test_inspector_cli_against_everything(era: str, tmp_path: Path) -> None:
     log = tmp_path / "client-to-server.jsonl"

@@ -136,8 +136,10 @@ def test_hogs_at_the_gate_leave_the_token_holder_served(server: Listening) -> No
             time.sleep(0.2)
         assert hogs.closed_by_server >= HOGS - 16, "the gate let hogs stay"
     assert results == [float(n + 1) for n in range(20)]
-    # The hogs hold at most the gate's allowance (16), plus a few closing at any instant.
-    assert peak - idle_sockets <= 16 + 8, (peak, idle_sockets)
+    # The hogs hold at most the gate's allowance (16), plus those being closed at that
+    # instant: a loaded machine lets a burst of reconnections be accepted before the oldest
+    # are closed (26 seen at load average 60). Without the gate all 100 would stay.
+    assert peak - idle_sockets <= 16 + 32, (peak, idle_sockets)
     stderr = server.stderr_after_stop()
     assert "wait for their first line (the limit)" in stderr
     assert stderr.count("closed the oldest connection") < 40, "one log line per hog"
