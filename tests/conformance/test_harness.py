@@ -7,6 +7,7 @@ Nothing here skips: if the suite cannot be installed or run, these tests fail.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -88,3 +89,30 @@ def test_selection_rules_follow_the_cli() -> None:
         "--spec-version",
         "2026-07-28",
     ]
+
+
+def test_a_scored_failure_is_run_again_alone_and_says_so(sdk_url: str) -> None:
+    """`rerun_server_alone`: a scenario that passes alone replaces its failure, marked; a real
+    failure fails again; unscored failures are left as they are."""
+    flaky = harness.ScenarioResult("tools-call-simple-text", harness.FAIL, "stream window missed")
+    real = harness.ScenarioResult("tasks-request-state-removal", harness.FAIL, "no tasks")
+    unscored = harness.ScenarioResult("json-schema-2020-12", harness.FAIL, "pending")
+    run = harness.ServerRun(
+        [],
+        1,
+        "",
+        "",
+        0.0,
+        [replace(flaky, scored=True), replace(real, scored=True), replace(unscored, scored=False)],
+    )
+    harness.rerun_server_alone(sdk_url, run, "2026-07-28", attempts=1)
+    by = run.by_scenario()
+    assert run.rerun == ("tools-call-simple-text", "tasks-request-state-removal")
+    assert by["tools-call-simple-text"].status == harness.PASS
+    assert by["tools-call-simple-text"].scored is True
+    assert (
+        "run again alone; in the whole run: stream window missed"
+        in by["tools-call-simple-text"].details
+    )
+    assert by["tasks-request-state-removal"].status == harness.FAIL
+    assert by["json-schema-2020-12"] == replace(unscored, scored=False)

@@ -6,7 +6,10 @@ Every required scenario of both requirement sets must pass (37 for 2026-07-28, 3
 extension's nine ``tasks-*`` scenarios the suite runs (it skips ``tasks-status-notifications``
 itself). The SDK fixture runs
 in the same session; the side-by-side table is written to ``.cache/conformance.md``
-(``docs/conformance.md`` is a committed copy of a real run). Nothing here skips.
+(``docs/conformance.md`` is a committed copy of a real run). Nothing here skips. A scored
+scenario that fails is run again alone (`harness.rerun_server_alone`: the runner reads some
+event streams within fixed windows of its own, under a second, that a loaded machine can
+miss); its cell in the table and the test's output say so, and a real failure fails again.
 
 The tests share one run of it per session, across xdist's workers (``tests.shared``): the
 first to start (``tests/schedule.py`` puts one first and the rest last) runs the suite.
@@ -47,7 +50,10 @@ def test_every_required_scenario_passes(
     scored = compare.required(run)
     assert len(scored) == count, [r.scenario for r in scored]
     assert not failing(scored), "\n".join(failing(scored))
-    assert run.exit_code == 0, run.stdout[-3000:]
+    # A run whose failures all passed when run again alone exits 1; the table says which.
+    assert run.exit_code == 0 or run.rerun, run.stdout[-3000:]
+    if run.rerun:
+        print(f"passed when run again alone: {sorted(run.rerun)}")
 
 
 def test_the_pending_2026_http_scenarios_pass(
