@@ -44,7 +44,7 @@ def collect() -> dict[str, dict[str, harness.ServerRun]]:
     for name, argv in TARGETS.items():
         server = argv if argv is not None else everything_npm.command()
         with bridge_http(*server, options=OPTIONS) as (url, _):
-            out[name] = run_all(url)
+            out[name] = run_all(url, judged=name == "everything.py")
     with native_everything() as url:
         out["server-everything native"] = run_all(url)
     return out

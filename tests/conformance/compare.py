@@ -102,15 +102,16 @@ def serve_mcpline(startup_timeout: float = 120.0) -> Iterator[str]:
             proc.wait()
 
 
-def run_all(url: str) -> dict[str, harness.ServerRun]:
-    """Every selection against ``url``; a requirement set's scored failures are run again
-    alone (`harness.rerun_server_alone`), and the table says so."""
+def run_all(url: str, *, judged: bool = False) -> dict[str, harness.ServerRun]:
+    """Every selection against ``url``. For a ``judged`` server (one whose every required
+    scenario must pass), a requirement set's scored failures are run again alone
+    (`harness.rerun_server_alone`), and the table says so; a server only recorded is not."""
     runs = {}
     for s in SELECTIONS:
         run = harness.run_server(
             url, requirements=s.requirements, suite=s.suite, spec_version=s.spec_version
         )
-        if s.requirements:
+        if judged and s.requirements:
             harness.rerun_server_alone(url, run, s.requirements)
         runs[s.title] = run
     return runs
@@ -120,7 +121,7 @@ def collect() -> dict[str, dict[str, harness.ServerRun]]:
     """{"mcpline": runs, "sdk": runs}, each keyed by selection title."""
     provision.provision()
     with serve_mcpline() as url:
-        ours = run_all(url)
+        ours = run_all(url, judged=True)
     with harness.serve_sdk_fixture() as url:
         theirs = run_all(url)
     return {"mcpline": ours, "sdk": theirs}
