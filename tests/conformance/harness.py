@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -345,23 +345,34 @@ def scored_failures(results: Sequence[ScenarioResult]) -> list[ScenarioResult]:
     return [r for r in results if r.scored is not False and (r.status == FAIL or not r.checks)]
 
 
-def rerun_alone(
-    command: str, run: ServerRun, spec_version: str, *, attempts: int = 2
+def _last_alone(
+    run: ServerRun, solo: Callable[[str], ServerRun], attempts: int
 ) -> dict[str, ScenarioResult]:
-    """Run each scored failure of a parallel ``run`` again, alone (timing-sensitive
-    scenarios miss their windows when 40 clients start at once on two cores, which is why
-    the python-sdk does the same); the last result of each, by scenario."""
+    """Each scored failure of ``run`` run again alone by ``solo(scenario)``, up to
+    ``attempts`` times until it does not fail; the last result of each, by scenario."""
     final: dict[str, ScenarioResult] = {}
     for failed in scored_failures(run.results):
         for _ in range(attempts):
-            solo = run_client(command, scenario=failed.scenario, spec_version=spec_version)
-            [result] = [r for r in solo.results if r.scenario == failed.scenario] or [
-                ScenarioResult(failed.scenario, FAIL, "no result when run alone")
-            ]
+            [result] = [
+                r for r in solo(failed.scenario).results if r.scenario == failed.scenario
+            ] or [ScenarioResult(failed.scenario, FAIL, "no result when run alone")]
             final[failed.scenario] = result
             if result.status != FAIL and result.checks:
                 break
     return final
+
+
+def rerun_alone(
+    command: str, run: ServerRun, spec_version: str, *, attempts: int = 2
+) -> dict[str, ScenarioResult]:
+    """Run each scored failure of a parallel client ``run`` again, alone (timing-sensitive
+    scenarios miss their windows when 40 clients start at once on two cores, which is why
+    the python-sdk does the same); the last result of each, by scenario."""
+
+    def solo(scenario: str) -> ServerRun:
+        return run_client(command, scenario=scenario, spec_version=spec_version)
+
+    return _last_alone(run, solo, attempts)
 
 
 def rerun_server_alone(url: str, run: ServerRun, spec_version: str, *, attempts: int = 2) -> None:
@@ -369,19 +380,20 @@ def rerun_server_alone(url: str, run: ServerRun, spec_version: str, *, attempts:
     result in its place, saying so in its details and in ``run.rerun``. The runner reads some
     event streams within fixed windows of 0.6-1 s of its own (not its ``--timeout``), which a
     heavily loaded machine can miss; a real failure fails again."""
-    again: dict[str, ScenarioResult] = {}
-    for failed in scored_failures(run.results):
-        for _ in range(attempts):
-            solo = run_server(url, scenario=failed.scenario, spec_version=spec_version, force=True)
-            [result] = [r for r in solo.results if r.scenario == failed.scenario] or [
-                ScenarioResult(failed.scenario, FAIL, "no result when run alone")
-            ]
-            details = f"{result.details} (run again alone; in the whole run: {failed.details})"
-            again[failed.scenario] = replace(
-                result, details=details, scored=failed.scored, reason=failed.reason
-            )
-            if result.status != FAIL and result.checks:
-                break
+
+    def solo(scenario: str) -> ServerRun:
+        return run_server(url, scenario=scenario, spec_version=spec_version, force=True)
+
+    first = run.by_scenario()
+    again = {
+        name: replace(
+            result,
+            details=f"{result.details} (run again alone; in the whole run: {first[name].details})",
+            scored=first[name].scored,
+            reason=first[name].reason,
+        )
+        for name, result in _last_alone(run, solo, attempts).items()
+    }
     run.results = [again.get(r.scenario, r) for r in run.results]
     run.rerun = tuple(again)
 
