@@ -218,8 +218,7 @@ class UserFunction:
         try:
             return self.fn(**kwargs)
         finally:
-            # Within the budget by the wall clock (most calls): nothing more to judge.
-            if perf_counter() - before[0] > INLINE_BUDGET and overran(before):
+            if overran(before):
                 self.inline = False
                 self.pinned = True
                 log.info(
