@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from msgspec.structs import asdict
 
 from ..depends import Dependency
 from .annotations import (
@@ -226,11 +227,9 @@ class Signature:
             return bind_arguments(self._model, self.names, self.var_kw, arguments)
         # msgspec, inline: this is every plain tool's hot path
         if not self.var_kw:
-            value = msgspec.convert(arguments, self.struct, strict=False)
-            return {n: getattr(value, n) for n in self.names}
+            return asdict(msgspec.convert(arguments, self.struct, strict=False))
         known = {k: v for k, v in arguments.items() if k in self.names}
-        value = msgspec.convert(known, self.struct, strict=False)
-        out = {n: getattr(value, n) for n in self.names}
+        out = asdict(msgspec.convert(known, self.struct, strict=False))
         out.update((k, v) for k, v in arguments.items() if k not in self.names)
         return out
 
