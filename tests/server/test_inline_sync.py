@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpline import Client, Context, Server, Task, ToolError
+from mcpline import Client, Context, Server, Task, ToolError, elicit
 from mcpline.protocol.meta import modern_meta
 from mcpline.server import _userfn
 from mcpline.server.connection import Connection
@@ -316,3 +316,71 @@ def test_replies_given_while_a_chunk_is_read_leave_in_one_write_in_order() -> No
     replies = [json.loads(line) for line in out[0].splitlines()]
     assert [r["id"] for r in replies] == list(range(1000, 1010))
     assert {r["result"]["content"][0]["text"] for r in replies} == {LOOP}
+
+
+def pinned_server() -> Server:
+    server = Server("inline-pinned")
+
+    @server.tool(inline=True)
+    def greet(ctx: Context) -> str:
+        """Asks for a name (MRTR), then greets it; says where it ran."""
+        answer = ctx.ask("who", elicit("What is your name?", {"name": str}))
+        return f"Hello, {answer['content']['name']}! ({threading.current_thread().name})"
+
+    @server.tool(inline=True)
+    def boom(n: int) -> str:
+        """Fails with an unexpected error."""
+        raise RuntimeError(f"boom {n}")
+
+    return server
+
+
+def answered_at_once(server: Server, params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each tools/call in ``params``, fed to a real `Connection` in its own chunk: the reply
+    of each has been written when `Connection.data_received` returns (no task, no loop
+    pass)."""
+    meta = modern_meta(MODERN, {"elicitation": {}})
+
+    async def main() -> list[dict[str, Any]]:
+        out: list[bytes] = []
+        replies = []
+        async with server.runtime.services.running():
+            conn = Connection(server, out.append)
+            for i, p in enumerate(params):
+                line = {"jsonrpc": "2.0", "id": i, "method": "tools/call"}
+                line["params"] = {**p, "_meta": meta}
+                conn.data_received(json.dumps(line).encode() + b"\n")
+                assert len(out) == 1 and not conn.inflight, (p, out)
+                replies.append(json.loads(out.pop()))
+            await conn.close()
+        return replies
+
+    return asyncio.run(main())
+
+
+def test_a_tool_on_the_loop_is_answered_while_its_request_is_read() -> None:
+    """Asking for input, failing, refusing bad arguments: every outcome of a call on the
+    loop is written in the same step as its request was read, and is the outcome a call on
+    a worker thread gets."""
+    server = pinned_server()
+    first, failed, refused = answered_at_once(
+        server,
+        [
+            {"name": "greet", "arguments": {}},
+            {"name": "boom", "arguments": {"n": 1}},
+            {"name": "boom", "arguments": {"n": "one"}},
+        ],
+    )
+    asked = first["result"]
+    assert asked["resultType"] == "input_required", asked
+    assert asked["inputRequests"]["who"]["method"] == "elicitation/create"
+    retry: dict[str, Any] = {"name": "greet", "arguments": {}}
+    retry["inputResponses"] = {"who": {"action": "accept", "content": {"name": "Ada"}}}
+    if "requestState" in asked:
+        retry["requestState"] = asked["requestState"]
+    (second,) = answered_at_once(server, [retry])
+    assert second["result"]["content"][0]["text"] == f"Hello, Ada! ({LOOP})"
+    assert failed["result"]["isError"] is True
+    assert failed["result"]["content"][0]["text"] == "Tool 'boom' failed: RuntimeError: boom 1"
+    assert refused["result"]["isError"] is True
+    assert "Invalid arguments for tool 'boom'" in refused["result"]["content"][0]["text"]

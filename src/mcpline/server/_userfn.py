@@ -106,6 +106,11 @@ def overran(before: Usage) -> bool:
     return False
 
 
+def unsettled(value: Any) -> bool:
+    """Whether what a function returned is an awaitable, still to `UserFunction.settle`."""
+    return type(value) not in _PLAIN_VALUES and inspect.isawaitable(value)
+
+
 def wants_context(hint: Any) -> bool:
     """Whether an annotation asks for the request's `Context` (``Context``,
     ``Context[MyState]``, or either ``| None``)."""
@@ -181,11 +186,35 @@ class UserFunction:
         depends = dependencies(fn, wants_context)
         return cls(fn, param, inspect.iscoroutinefunction(fn), depends, inline)
 
+    @property
+    def runs_now(self) -> bool:
+        """Whether a call runs to its end where it is made (`call_now`): a plain function
+        that runs on the event loop and has no dependencies to resolve first."""
+        return self.inline and not self.depends
+
+    def call_now(self, kwargs: dict[str, Any], ctx: Context) -> Any:
+        """Call a function that `runs_now` here, on the event loop; what it returned, which
+        may be an awaitable still to `settle`."""
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+            ctx.new_run()
+        try:
+            value = self.fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+        except InputRequired as ir:
+            ir.state = ctx.carry(ir.state)
+            raise
+        if type(value) not in _PLAIN_VALUES and isinstance(value, InputRequired):
+            value.state = ctx.carry(value.state)
+        return value
+
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
 
         An `InputRequired` it raises or returns leaves with the context's kept answers and
         `Context.remember` values added to its state (see `Context.carry`)."""
+        if self.runs_now:
+            value = self.call_now(kwargs, ctx)
+            return await self.settle(value, ctx) if unsettled(value) else value
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
             ctx.new_run()
@@ -202,15 +231,27 @@ class UserFunction:
                 value = await run_sync(lambda: fn(**kwargs))
             else:
                 value = await self._timed_on_thread(kwargs, run_sync)
-            if type(value) not in _PLAIN_VALUES:
-                if inspect.isawaitable(value):
-                    await ctx.exchange.own_task()
-                    value = await value
-                if isinstance(value, InputRequired):
-                    value.state = ctx.carry(value.state)
         except InputRequired as ir:
             ir.state = ctx.carry(ir.state)
             raise
+        if type(value) not in _PLAIN_VALUES:
+            if inspect.isawaitable(value):
+                return await self.settle(value, ctx)
+            if isinstance(value, InputRequired):
+                value.state = ctx.carry(value.state)
+        return value
+
+    @staticmethod
+    async def settle(pending: Awaitable[Any], ctx: Context) -> Any:
+        """Await the awaitable a plain function returned (in a task of the request's own)."""
+        await ctx.exchange.own_task()
+        try:
+            value = await pending
+        except InputRequired as ir:
+            ir.state = ctx.carry(ir.state)
+            raise
+        if isinstance(value, InputRequired):
+            value.state = ctx.carry(value.state)
         return value
 
     def _timed_inline(self, kwargs: dict[str, Any]) -> Any:

@@ -29,7 +29,7 @@ import sys
 import threading
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from ..errors import wire_error
 from ..jsonrpc import Notification, Request, RequestId, Response, error_response, result_response
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from .eras import Era
 
 log = logging.getLogger("mcpline.server")
+
+T = TypeVar("T")
 
 
 class Phase(enum.Enum):
@@ -159,8 +161,8 @@ class Exchange:
         self.binding = binding
         """The transport's own view of the request (None on stdio and sockets)."""
         self.eager = False
-        """Set by the era that routes it: the handler runs no code of the user's that may
-        need a task of its own (see `Engine.start`)."""
+        """Set by the era that routes it: its awaitable is a coroutine whose first step
+        needs no task of its own (see `Engine.start`)."""
 
     @property
     def open(self) -> bool:
@@ -239,9 +241,9 @@ argument is needed, new in Python 3.11)."""
 
 
 @types.coroutine
-def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any, None]:
+def _resume(coro: Coroutine[Any, Any, T], yielded: Any) -> Generator[Any, Any, T]:
     """Go on with ``coro``, which already ran up to yielding ``yielded``, as ``yield from``
-    would: what a task sends or throws in goes to ``coro``."""
+    would: what a task sends or throws in goes to ``coro``, and its result is the result."""
     while True:
         try:
             sent = yield yielded
@@ -251,13 +253,13 @@ def _resume(coro: Coroutine[Any, Any, None], yielded: Any) -> Generator[Any, Any
         except BaseException as exc:
             try:
                 yielded = coro.throw(exc)
-            except StopIteration:
-                return
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
         else:
             try:
                 yielded = coro.send(sent)
-            except StopIteration:
-                return
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
 
 
 class Middleware(Protocol):
@@ -353,19 +355,27 @@ class Engine:
         if chain is not None:
             awaitable = chain.request(exchange, ctx, awaitable)
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
-        coro = self._run(exchange, awaitable)
         loop = exchange.peer.loop
         if not (exchange.eager and EAGER and chain is None):
-            exchange.task = loop.create_task(coro)
+            exchange.task = loop.create_task(self._run(exchange, awaitable))
             return
         # Run it here up to its first suspension, in a context of its own: most such
         # requests end there, and never cost a task and a loop pass.
+        coro = cast("Coroutine[Any, Any, dict[str, Any]]", awaitable)
         context = contextvars.copy_context()
         try:
             yielded = context.run(coro.send, None)
-        except StopIteration:
+        except StopIteration as done:
+            exchange.reply(result_response(exchange.id, done.value))
             return
-        task = loop.create_task(_resume(coro, yielded), context=context)  # type: ignore[call-arg,unused-ignore]
+        except asyncio.CancelledError:
+            self._cancelled(exchange)
+            return
+        except Exception as exc:
+            self._failed(exchange, exc)
+            return
+        rest = self._run(exchange, _resume(coro, yielded))
+        task = loop.create_task(rest, context=context)  # type: ignore[call-arg,unused-ignore]
         exchange.task = task
         if not exchange.open:  # cancelled during the first step
             task.cancel()
@@ -374,15 +384,23 @@ class Engine:
         try:
             result = await awaitable
         except asyncio.CancelledError:
-            if exchange.open:  # cancelled from outside the exchange (the loop is closing)
-                exchange.move(Phase.CANCELLED)
+            self._cancelled(exchange)
             return
         except Exception as exc:
-            ctx = exchange.ctx
-            legacy = ctx is not None and ctx.legacy
-            exchange.reply(error_reply(exchange.id, exc, exchange.method, legacy))
+            self._failed(exchange, exc)
             return
         exchange.reply(result_response(exchange.id, result))
+
+    @staticmethod
+    def _cancelled(exchange: Exchange) -> None:
+        if exchange.open:  # cancelled from outside the exchange (the loop is closing)
+            exchange.move(Phase.CANCELLED)
+
+    @staticmethod
+    def _failed(exchange: Exchange, exc: Exception) -> None:
+        ctx = exchange.ctx
+        legacy = ctx is not None and ctx.legacy
+        exchange.reply(error_reply(exchange.id, exc, exchange.method, legacy))
 
     # --- what else a peer receives -------------------------------------------------------
 

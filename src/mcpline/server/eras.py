@@ -88,8 +88,11 @@ class ModernHost(EraHost, Protocol):
         """Run ``method`` (after the lifespan hook) and finish its result."""
         ...
 
-    def eager(self, method: Method, params: dict[str, Any]) -> bool:
-        """Whether the request may start outside a task (`Exchange.eager`)."""
+    def inline_call(
+        self, method: Method, ctx: Context, params: dict[str, Any]
+    ) -> Awaitable[dict[str, Any]] | None:
+        """What runs the request in one step, outside a task (`Exchange.eager`), in place of
+        `call`; None when it cannot."""
         ...
 
     def has_subscriptions(self) -> bool:
@@ -143,8 +146,11 @@ class ModernEra:
         method = d.modern_method(req.method)
         ctx = Context(exchange, meta, d)
         params = req.params if type(req.params) is dict else {}
-        exchange.eager = d.eager(method, params)
-        return ctx, d.call(method, ctx, params), method.long_lived
+        inline = d.inline_call(method, ctx, params)
+        if inline is None:
+            return ctx, d.call(method, ctx, params), method.long_lived
+        exchange.eager = True
+        return ctx, inline, method.long_lived
 
     def on_notification(self, peer: Peer, note: Notification) -> bool:
         return False

@@ -10,6 +10,7 @@ which it builds, see it only as what they name of it
 from __future__ import annotations
 
 import base64
+from collections.abc import Coroutine
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +38,12 @@ from ..spec import (
     TOOLS_CALL,
     TOOLS_LIST,
 )
+from ._userfn import unsettled
 from .context import Context
 from .eras import Method
-from .mrtr import InputRequired, refuse, run_modern
+from .mrtr import InputRequired, input_required_result, prepare, refuse, run_modern
 from .registry import LISTED_KINDS
-from .tools import Deferred, invoke
+from .tools import Deferred, Tool, failed, invoke, outcome, prepare_call
 
 if TYPE_CHECKING:
     from ._options import ServerOptions
@@ -205,16 +207,22 @@ class Dispatcher:
 
     # --- running a modern request ----------------------------------------------------------
 
-    def eager(self, method: Method, params: dict[str, Any]) -> bool:
-        """Whether a modern request may start outside a task (`Exchange.eager`): a call of a
-        plain tool that runs on the event loop, once the server is ready."""
+    def inline_call(
+        self, method: Method, ctx: Context, params: dict[str, Any]
+    ) -> Coroutine[Any, Any, dict[str, Any]] | None:
+        """What runs a modern request in one step, outside a task (`Exchange.eager`), or
+        None: a call of a plain tool whose body `runs_now` on the event loop, once the server
+        is ready (see `_call_inline`)."""
         if method is not self.methods.get(TOOLS_CALL):
-            return False
+            return None
         name = params.get("name")
         tool = self.registry.tools.get(name) if type(name) is str else None
-        if tool is None or not tool.body.inline:
-            return False
-        return name not in self.registry.task_tools and self.services.ready
+        if tool is None or not tool.body.runs_now or name in self.registry.task_tools:
+            return None
+        arguments = params.get("arguments", {})
+        if type(arguments) is not dict or not self.services.ready:
+            return None
+        return self._call_inline(tool, arguments, ctx, params)
 
     async def call(self, method: Method, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         """Run ``method`` for a modern request (after the lifespan hook) and finish its result."""
@@ -325,14 +333,48 @@ class Dispatcher:
         try:
             return await invoke(tool, arguments, ctx, self.services.submit)
         except Deferred as handle:  # the body returned a task handle (mcpline.Task)
-            await ctx.exchange.own_task()
-            if _takes_tasks(ctx):
-                return await self.tasks.adopt(tool, handle, ctx)
-            from .tasks.handle import Task, shaped
+            return await self._adopt(tool, handle, ctx)
 
-            if not isinstance(handle, Task):
-                raise
-            return await shaped(tool, handle, self.services.submit)  # a plain call
+    async def _adopt(self, tool: Tool, handle: Deferred, ctx: Context) -> dict[str, Any]:
+        """The result of a tools/call whose body returned a task handle (`mcpline.Task`):
+        a task when the client takes tasks, else the handle's own result."""
+        await ctx.exchange.own_task()
+        if _takes_tasks(ctx):
+            return await self.tasks.adopt(tool, handle, ctx)
+        from .tasks.handle import Task, shaped
+
+        if not isinstance(handle, Task):
+            raise handle
+        return await shaped(tool, handle, self.services.submit)  # a plain call
+
+    async def _call_inline(
+        self, tool: Tool, arguments: dict[str, Any], ctx: Context, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """`call` of tools/call (through `run_modern`, `_tools_call` and `invoke`) in one
+        coroutine, for a tool whose body `runs_now`: it ends in its first step unless the
+        body returned an awaitable or a task handle. The same steps, in the same order."""
+        try:
+            if "inputResponses" in params or "requestState" in params:
+                prepare(ctx, params, self.sealer)
+            kwargs, refused = prepare_call(tool, arguments)
+            if kwargs is None:
+                assert refused is not None
+                result = refused
+            else:
+                body = tool.body
+                try:
+                    try:
+                        value = body.call_now(kwargs, ctx)
+                        if unsettled(value):
+                            value = await body.settle(value, ctx)
+                        result = outcome(tool, value)
+                    except Exception as exc:
+                        result = failed(tool, exc)
+                except Deferred as handle:
+                    result = await self._adopt(tool, handle, ctx)
+        except InputRequired as ir:
+            result = input_required_result(ctx, params, ir, self.sealer)
+        return self.finish_result(result)
 
     async def _tasks_get(self, ctx: Context, params: dict[str, Any]) -> dict[str, Any]:
         return await self.tasks.get(ctx, params)

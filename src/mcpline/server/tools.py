@@ -264,6 +264,45 @@ def shape_result(tool: Tool, value: Any) -> dict[str, Any]:
     return {"content": [text(_schema.dumps_text(_schema.to_json(value)))]}
 
 
+def prepare_call(
+    tool: Tool, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], None] | tuple[None, dict[str, Any]]:
+    """``arguments`` validated and bound: the keyword arguments of the body, or the
+    ``isError`` result saying what is wrong with them."""
+    problems = tool.validator.errors(arguments)
+    if problems:
+        fixed = None if tool.strict else tool.validator.coerce(arguments)
+        if fixed is not None:
+            problems = tool.validator.errors(fixed)
+            arguments = fixed  # a copy: what the client sent (and MRTR seals) is unchanged
+        if problems:
+            why = f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems)
+            return None, error_result(why)
+    try:
+        return (tool.signature.bind(arguments) if tool.signature else dict(arguments)), None
+    except (TypeError, ValueError) as exc:
+        return None, error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+
+
+def outcome(tool: Tool, value: Any) -> dict[str, Any]:
+    """The result of a body that returned ``value``; an `InputRequired` or a task handle
+    (`Deferred`) it returned is raised, for the method to answer."""
+    if isinstance(value, (InputRequired, Deferred)):
+        raise value
+    return shape_result(tool, value)
+
+
+def failed(tool: Tool, exc: Exception) -> dict[str, Any]:
+    """The ``isError`` result of a body that raised ``exc``; what the method answers itself
+    (`JsonRpcError`, `InputRequired`, `Deferred`) is raised again."""
+    if isinstance(exc, ToolError):
+        return error_result(str(exc) or type(exc).__name__)
+    if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
+        raise exc
+    log.exception("tool %r raised", tool.name, exc_info=exc)
+    return failure_result(tool, exc)
+
+
 async def invoke(
     tool: Tool,
     arguments: dict[str, Any],
@@ -275,30 +314,14 @@ async def invoke(
     Schema violations and exceptions from the tool body become ``isError`` results that
     say what went wrong; cancellation propagates.
     """
-    problems = tool.validator.errors(arguments)
-    if problems:
-        fixed = None if tool.strict else tool.validator.coerce(arguments)
-        if fixed is not None:
-            problems = tool.validator.errors(fixed)
-            arguments = fixed  # a copy: what the client sent (and MRTR seals) is unchanged
-        if problems:
-            return error_result(f"Invalid arguments for tool {tool.name!r}: " + "; ".join(problems))
+    kwargs, refused = prepare_call(tool, arguments)
+    if kwargs is None:
+        assert refused is not None
+        return refused
     try:
-        kwargs = tool.signature.bind(arguments) if tool.signature else dict(arguments)
-    except (TypeError, ValueError) as exc:
-        return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
-    try:
-        value = await tool.body.call(kwargs, ctx, run_sync)
-        if isinstance(value, (InputRequired, Deferred)):
-            raise value
-        return shape_result(tool, value)
-    except ToolError as exc:
-        return error_result(str(exc) or type(exc).__name__)
+        return outcome(tool, await tool.body.call(kwargs, ctx, run_sync))
     except Exception as exc:
-        if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
-            raise
-        log.exception("tool %r raised", tool.name)
-        return failure_result(tool, exc)
+        return failed(tool, exc)
 
 
 def failure_result(tool: Tool, exc: Exception) -> dict[str, Any]:
@@ -315,11 +338,14 @@ __all__ = [
     "check_name",
     "Deferred",
     "error_result",
+    "failed",
     "failure_result",
     "tool_header_params",
     "invoke",
     "make_tool",
     "NAME_RE",
+    "outcome",
+    "prepare_call",
     "shape_result",
     "Tool",
     "TOOL_FAILURE",
