@@ -195,9 +195,7 @@ class UserFunction:
     def call_now(self, kwargs: dict[str, Any], ctx: Context) -> Any:
         """Call a function that `runs_now` here, on the event loop; what it returned, which
         may be an awaitable still to `settle`."""
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-            ctx.new_run()
+        self._give_context(kwargs, ctx)
         try:
             value = self.fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
         except InputRequired as ir:
@@ -215,9 +213,7 @@ class UserFunction:
         if self.runs_now:
             value = self.call_now(kwargs, ctx)
             return await self.settle(value, ctx) if unsettled(value) else value
-        if self.context_param is not None:
-            kwargs[self.context_param] = ctx
-            ctx.new_run()
+        self._give_context(kwargs, ctx)
         if self.depends:
             for name, dep in self.depends.items():
                 kwargs[name] = await dep.resolve(ctx, run_sync)
@@ -240,6 +236,11 @@ class UserFunction:
             if isinstance(value, InputRequired):
                 value.state = ctx.carry(value.state)
         return value
+
+    def _give_context(self, kwargs: dict[str, Any], ctx: Context) -> None:
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+            ctx.new_run()
 
     @staticmethod
     async def settle(pending: Awaitable[Any], ctx: Context) -> Any:
