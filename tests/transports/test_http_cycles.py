@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from mcpline import Context, Server
+from mcpline import Context, InputRequired, Server, elicit
+from mcpline.errors import InvalidParams
 from mcpline.transports.http import HttpApp, serve
 
 from ..proc import MODERN, meta
@@ -39,6 +40,32 @@ def make_app() -> HttpApp:
         """Raise (on a worker thread): the call is answered with an ``isError`` result."""
         raise ValueError(text)
 
+    @server.tool(inline=True)
+    def fails_here(text: str) -> str:
+        """Raise on the event loop: an ``isError`` result."""
+        raise ValueError(text)
+
+    @server.tool(inline=True)
+    def refuses(text: str) -> str:
+        """Raise a protocol error on the event loop: the request's error response."""
+        raise InvalidParams(f"Invalid params: {text}")
+
+    @server.tool(inline=True)
+    def asks(text: str, ctx: Context) -> str:
+        """Ask for input on the event loop (MRTR): an ``InputRequiredResult``."""
+        answer = ctx.ask("who", elicit(text, {"name": str}))
+        return str(answer)
+
+    @server.tool(inline=True)
+    def returns_a_question(text: str) -> Any:
+        """Return (not raise) a request for input, on the event loop."""
+        return InputRequired({"who": elicit(text, {"name": str})})
+
+    @server.tool(inline=False)
+    def returns_a_question_on_a_thread(text: str) -> Any:
+        """Return (not raise) a request for input, on a worker thread."""
+        return InputRequired({"who": elicit(text, {"name": str})})
+
     @server.tool
     async def progress(text: str, ctx: Context) -> str:
         """Report progress first, so that the response is an event stream."""
@@ -50,7 +77,7 @@ def make_app() -> HttpApp:
 
 async def post(app: HttpApp, id: int, tool: str) -> int:
     """One ``tools/call`` through the app in process; the response's status."""
-    m = meta()
+    m = meta({"elicitation": {}})
     if tool == "progress":
         m["progressToken"] = f"p{id}"
     params = {"name": tool, "arguments": {"text": "x"}, "_meta": m}
@@ -97,11 +124,23 @@ async def post(app: HttpApp, id: int, tool: str) -> int:
 
 @pytest.mark.parametrize(
     ("tool", "status"),
-    [("echo", 200), ("aecho", 200), ("progress", 200), ("fails", 200), ("no-such-tool", 400)],
+    [
+        ("echo", 200),
+        ("aecho", 200),
+        ("progress", 200),
+        ("fails", 200),
+        ("no-such-tool", 400),
+        ("fails_here", 200),
+        ("refuses", 400),
+        ("asks", 200),
+        ("returns_a_question", 200),
+        ("returns_a_question_on_a_thread", 200),
+    ],
 )
 def test_a_request_leaves_nothing_for_the_cycle_collector(tool: str, status: int) -> None:
-    """A tool that raises, and a call that fails in its handler (an unknown tool): the
-    exception must not tie the failing frames, and the request they hold, into a cycle."""
+    """A tool that raises, and a call that fails in its handler (an unknown tool), on a
+    worker thread or on the event loop, or that asks for input: the exception must not tie
+    the failing frames, and the request they hold, into a cycle."""
 
     async def main() -> tuple[list[int], int]:
         app = make_app()

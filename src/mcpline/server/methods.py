@@ -344,7 +344,10 @@ class Dispatcher:
         from .tasks.handle import Task, shaped
 
         if not isinstance(handle, Task):
-            raise handle
+            try:
+                raise handle
+            finally:
+                del handle  # this frame is in its traceback: holding it would make a cycle
         return await shaped(tool, handle, self.services.submit)  # a plain call
 
     async def _call_inline(
@@ -353,6 +356,7 @@ class Dispatcher:
         """`call` of tools/call (through `run_modern`, `_tools_call` and `invoke`) in one
         coroutine, for a tool whose body `runs_now`: it ends in its first step unless the
         body returned an awaitable or a task handle. The same steps, in the same order."""
+        value: Any = None
         try:
             if "inputResponses" in params or "requestState" in params:
                 prepare(ctx, params, self.sealer)
@@ -369,10 +373,15 @@ class Dispatcher:
                             value = await body.settle(value, ctx)
                         result = outcome(tool, value)
                     except Exception as exc:
-                        result = failed(tool, exc)
+                        failure = failed(tool, exc)
+                        if failure is None:
+                            raise
+                        result = failure
                 except Deferred as handle:
+                    value = None  # it may be the handle: this frame is in its traceback
                     result = await self._adopt(tool, handle, ctx)
         except InputRequired as ir:
+            value = None  # it may be what the body returned: this frame is in its traceback
             result = input_required_result(ctx, params, ir, self.sealer)
         return self.finish_result(result)
 

@@ -288,17 +288,22 @@ def outcome(tool: Tool, value: Any) -> dict[str, Any]:
     """The result of a body that returned ``value``; an `InputRequired` or a task handle
     (`Deferred`) it returned is raised, for the method to answer."""
     if isinstance(value, (InputRequired, Deferred)):
-        raise value
+        try:
+            raise value
+        finally:
+            del value  # this frame is in its traceback: holding it would make a cycle
     return shape_result(tool, value)
 
 
-def failed(tool: Tool, exc: Exception) -> dict[str, Any]:
-    """The ``isError`` result of a body that raised ``exc``; what the method answers itself
-    (`JsonRpcError`, `InputRequired`, `Deferred`) is raised again."""
+def failed(tool: Tool, exc: Exception) -> dict[str, Any] | None:
+    """The ``isError`` result of a body that raised ``exc``; None for what the method
+    answers itself (`JsonRpcError`, `InputRequired`, `Deferred`), which the caller raises
+    again (with a bare ``raise``: re-raised from here, this frame, holding ``exc``, would
+    join its traceback in a cycle)."""
     if isinstance(exc, ToolError):
         return error_result(str(exc) or type(exc).__name__)
     if isinstance(exc, (JsonRpcError, InputRequired, Deferred)):
-        raise exc
+        return None
     log.exception("tool %r raised", tool.name, exc_info=exc)
     return failure_result(tool, exc)
 
@@ -321,7 +326,10 @@ async def invoke(
     try:
         return outcome(tool, await tool.body.call(kwargs, ctx, run_sync))
     except Exception as exc:
-        return failed(tool, exc)
+        result = failed(tool, exc)
+        if result is None:
+            raise
+        return result
 
 
 def failure_result(tool: Tool, exc: Exception) -> dict[str, Any]:
