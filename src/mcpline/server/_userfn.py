@@ -106,6 +106,14 @@ def overran(before: Usage) -> bool:
     return False
 
 
+def _carried(value: Any, ctx: Context) -> Any:
+    """``value``; an `InputRequired` a function returned leaves with the context's kept
+    answers and `Context.remember` values added to its state (`Context.carry`)."""
+    if type(value) not in _PLAIN_VALUES and isinstance(value, InputRequired):
+        value.state = ctx.carry(value.state)
+    return value
+
+
 def unsettled(value: Any) -> bool:
     """Whether what a function returned is an awaitable, still to `UserFunction.settle`."""
     return type(value) not in _PLAIN_VALUES and inspect.isawaitable(value)
@@ -201,9 +209,7 @@ class UserFunction:
         except InputRequired as ir:
             ir.state = ctx.carry(ir.state)
             raise
-        if type(value) not in _PLAIN_VALUES and isinstance(value, InputRequired):
-            value.state = ctx.carry(value.state)
-        return value
+        return _carried(value, ctx)
 
     async def call(self, kwargs: dict[str, Any], ctx: Context, run_sync: RunSync) -> Any:
         """Call with ``kwargs`` (and the context); return what the function returned.
@@ -212,30 +218,26 @@ class UserFunction:
         `Context.remember` values added to its state (see `Context.carry`)."""
         if self.runs_now:
             value = self.call_now(kwargs, ctx)
-            return await self.settle(value, ctx) if unsettled(value) else value
-        self._give_context(kwargs, ctx)
-        if self.depends:
-            for name, dep in self.depends.items():
-                kwargs[name] = await dep.resolve(ctx, run_sync)
-        fn = self.fn
-        try:
-            if self.is_async:
-                value = await fn(**kwargs)
-            elif self.inline:
-                value = fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
-            elif self.pinned:
-                value = await run_sync(lambda: fn(**kwargs))
-            else:
-                value = await self._timed_on_thread(kwargs, run_sync)
-        except InputRequired as ir:
-            ir.state = ctx.carry(ir.state)
-            raise
-        if type(value) not in _PLAIN_VALUES:
-            if inspect.isawaitable(value):
-                return await self.settle(value, ctx)
-            if isinstance(value, InputRequired):
-                value.state = ctx.carry(value.state)
-        return value
+        else:
+            self._give_context(kwargs, ctx)
+            if self.depends:
+                for name, dep in self.depends.items():
+                    kwargs[name] = await dep.resolve(ctx, run_sync)
+            fn = self.fn
+            try:
+                if self.is_async:
+                    value = await fn(**kwargs)
+                elif self.inline:
+                    value = fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+                elif self.pinned:
+                    value = await run_sync(lambda: fn(**kwargs))
+                else:
+                    value = await self._timed_on_thread(kwargs, run_sync)
+            except InputRequired as ir:
+                ir.state = ctx.carry(ir.state)
+                raise
+            value = _carried(value, ctx)
+        return await self.settle(value, ctx) if unsettled(value) else value
 
     def _give_context(self, kwargs: dict[str, Any], ctx: Context) -> None:
         if self.context_param is not None:
@@ -251,9 +253,7 @@ class UserFunction:
         except InputRequired as ir:
             ir.state = ctx.carry(ir.state)
             raise
-        if isinstance(value, InputRequired):
-            value.state = ctx.carry(value.state)
-        return value
+        return _carried(value, ctx)
 
     def _timed_inline(self, kwargs: dict[str, Any]) -> Any:
         before = thread_usage()
