@@ -356,32 +356,32 @@ class Dispatcher:
         """`call` of tools/call (through `run_modern`, `_tools_call` and `invoke`) in one
         coroutine, for a tool whose body `runs_now`: it ends in its first step unless the
         body returned an awaitable or a task handle. The same steps, in the same order."""
-        value: Any = None
         try:
             if "inputResponses" in params or "requestState" in params:
                 prepare(ctx, params, self.sealer)
             kwargs, refused = prepare_call(tool, arguments)
             if kwargs is None:
                 assert refused is not None
-                result = refused
-            else:
-                body = tool.body
+                return self.finish_result(refused)
+            body = tool.body
+            try:
                 try:
-                    try:
-                        value = body.call_now(kwargs, ctx)
-                        if unsettled(value):
-                            value = await body.settle(value, ctx)
-                        result = outcome(tool, value)
-                    except Exception as exc:
-                        failure = failed(tool, exc)
-                        if failure is None:
-                            raise
-                        result = failure
-                except Deferred as handle:
-                    value = None  # it may be the handle: this frame is in its traceback
-                    result = await self._adopt(tool, handle, ctx)
+                    value = body.call_now(kwargs, ctx)
+                    if unsettled(value):
+                        value = await body.settle(value, ctx)
+                    result = outcome(tool, value)
+                except Exception as exc:
+                    failure = failed(tool, exc)
+                    if failure is None:
+                        raise
+                    result = failure
+                finally:
+                    # a returned InputRequired or handle, which `outcome` raised, holds this
+                    # frame in its traceback: kept here, it would make a cycle
+                    value = None
+            except Deferred as handle:
+                result = await self._adopt(tool, handle, ctx)
         except InputRequired as ir:
-            value = None  # it may be what the body returned: this frame is in its traceback
             result = input_required_result(ctx, params, ir, self.sealer)
         return self.finish_result(result)
 
