@@ -359,9 +359,9 @@ def answered_at_once(server: Server, params: list[dict[str, Any]]) -> list[dict[
 
 
 def test_a_tool_on_the_loop_is_answered_while_its_request_is_read() -> None:
-    """Asking for input, failing, refusing bad arguments: every outcome of a call on the
-    loop is written in the same step as its request was read, and is the outcome a call on
-    a worker thread gets."""
+    """Asking for input (then greeting with the answer, on the loop), failing, refusing bad
+    arguments: every outcome of a call on the loop is written in the same step as its
+    request was read, with the result the protocol asks for."""
     server = pinned_server()
     first, failed, refused = answered_at_once(
         server,
