@@ -17,6 +17,8 @@ closes those gaps:
 - **a write deadline**: a connection whose reader takes none of the server's writes (the
   socket's buffer full, and no smaller) for ``write_timeout`` seconds is aborted, which
   frees what its response held and cancels its request (uvicorn would wait forever);
+- **batched writes**: what the connection writes during one loop pass leaves in one write
+  (`mcpline.transports.http.batched`);
 
 and, for a request answered before its body arrived whole (a refusal, say), the rest of the
 body must come within the same ``header_timeout`` and ``max_head_bytes``, or the connection
@@ -41,6 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..._platform import open_file_limit, unsent_socket_bytes
 from . import admission
+from .batched import BatchedTransport
 from .respond import error_body
 
 log = logging.getLogger("mcpline.server")
@@ -125,8 +128,9 @@ def head_too_large(limit: int) -> admission.Refusal:
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a connection limit, a header deadline and a header
-    size limit (see the module). Give uvicorn ``protocol_factory(limits)`` as ``http``."""
+    """uvicorn's httptools protocol with a connection limit, a header deadline, a header
+    size limit and batched writes (see the module). Give uvicorn ``protocol_factory(limits)``
+    as ``http``."""
 
     def __init__(
         self,
@@ -159,6 +163,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.transport = BatchedTransport(transport, self.loop)
         refusal = admission.connection_limit(len(self.connections), self.limits.max_connections)
         if refusal is not None:
             self.refuse(refusal)

@@ -1,0 +1,161 @@
+"""`BatchedTransport` alone, over a transport that records what reaches it: the writes of one
+loop pass leave as one write at the start of the next, in order; closing writes them first,
+aborting drops them; large writes are not held. A real server writes through it in every
+HTTP test (`GuardedHttpToolsProtocol`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from mcpline.transports.http.batched import HOLD_BYTES, BatchedTransport
+
+pytestmark = pytest.mark.anyio
+
+
+class Recording(asyncio.Transport):
+    """A transport that keeps what is done to it."""
+
+    def __init__(self) -> None:
+        super().__init__({"peername": ("127.0.0.1", 5)})
+        self.writes: list[bytes] = []
+        self.events: list[str] = []
+        self.closing = False
+        self.buffered = 7
+
+    def write(self, data: Any) -> None:
+        self.writes.append(bytes(data))
+        self.events.append("write")
+
+    def close(self) -> None:
+        self.closing = True
+        self.events.append("close")
+
+    def abort(self) -> None:
+        self.closing = True
+        self.events.append("abort")
+
+    def write_eof(self) -> None:
+        self.events.append("eof")
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def pause_reading(self) -> None:
+        self.events.append("pause")
+
+    def resume_reading(self) -> None:
+        self.events.append("resume")
+
+
+def batched() -> tuple[BatchedTransport, Recording]:
+    inner = Recording()
+    return BatchedTransport(inner, asyncio.get_running_loop()), inner
+
+
+async def next_pass() -> None:
+    await asyncio.sleep(0)
+
+
+async def test_the_writes_of_one_pass_leave_as_one_write_in_order() -> None:
+    outer, inner = batched()
+    outer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    outer.write(bytearray(b"{}"))
+    outer.writelines([b"a", memoryview(b"b")])
+    assert inner.writes == []
+    assert outer.get_write_buffer_size() == 7 + 23
+    await next_pass()
+    assert inner.writes == [b"HTTP/1.1 200 OK\r\n\r\n{}ab"]
+    assert outer.get_write_buffer_size() == 7
+    outer.write(b"next")
+    await next_pass()
+    assert inner.writes[1:] == [b"next"]
+
+
+async def test_an_empty_write_holds_nothing() -> None:
+    outer, inner = batched()
+    outer.write(b"")
+    await next_pass()
+    assert inner.events == []
+
+
+async def test_close_and_write_eof_write_what_is_held_first() -> None:
+    outer, inner = batched()
+    outer.write(b"last")
+    outer.write_eof()
+    outer.write(b"bye")
+    outer.close()
+    assert inner.events == ["write", "eof", "write", "close"]
+    assert inner.writes == [b"last", b"bye"]
+    await next_pass()  # the scheduled flush finds nothing left
+    assert inner.writes == [b"last", b"bye"]
+
+
+async def test_abort_drops_what_is_held() -> None:
+    outer, inner = batched()
+    outer.write(b"never sent")
+    outer.abort()
+    await next_pass()
+    assert inner.events == ["abort"]
+    assert outer.get_write_buffer_size() == 7
+
+
+async def test_what_is_held_when_the_peer_went_away_is_dropped() -> None:
+    outer, inner = batched()
+    outer.write(b"too late")
+    inner.closing = True  # connection_lost meanwhile
+    await next_pass()
+    assert inner.writes == []
+
+
+async def test_a_large_write_goes_at_once_after_what_was_held() -> None:
+    outer, inner = batched()
+    outer.write(b"head")
+    body = b"x" * HOLD_BYTES
+    outer.write(body)
+    assert inner.writes == [b"head", body]  # not joined: the large body is not copied
+    assert inner.writes[1] is body
+    await next_pass()
+    assert len(inner.writes) == 2
+
+
+async def test_held_bytes_never_pass_the_bound() -> None:
+    outer, inner = batched()
+    chunk = b"e" * (HOLD_BYTES // 4)
+    for _ in range(4):
+        outer.write(chunk)
+        assert outer.get_write_buffer_size() - inner.buffered <= HOLD_BYTES
+    outer.write(b"!")
+    assert inner.writes == [chunk * 4, b"!"]
+    assert outer.get_write_buffer_size() == inner.buffered
+
+
+async def test_the_rest_is_the_transports() -> None:
+    outer, inner = batched()
+    assert outer.transport is inner
+    assert outer.get_extra_info("peername") == ("127.0.0.1", 5)
+    assert outer.get_extra_info("socket", "none") == "none"
+    assert outer.can_write_eof()
+    outer.pause_reading()
+    outer.resume_reading()
+    assert inner.events == ["pause", "resume"]
+    assert not outer.is_closing()
+    outer.close()
+    assert outer.is_closing()
+
+
+@pytest.mark.parametrize("size", [1, HOLD_BYTES - 1, HOLD_BYTES])
+async def test_a_write_up_to_the_bound_is_held(size: int) -> None:
+    outer, inner = batched()
+    outer.write(b"z" * size)
+    assert inner.writes == []
+    await next_pass()
+    assert inner.writes == [b"z" * size]
