@@ -1,7 +1,8 @@
-"""`BatchedTransport` alone, over a transport that records what reaches it: the writes of one
-loop pass leave as one write at the start of the next, in order; closing writes them first,
-aborting drops them; large writes are not held. A real server writes through it in every
-HTTP test (`GuardedHttpToolsProtocol`)."""
+"""`BatchedTransport` and `WriteBatch` alone, over transports that record what reaches them:
+the writes of one loop pass leave as one write per connection, in order, at the next pass or,
+after `WriteBatch.flush_later`, once the callbacks queued before have run; closing writes
+them first, aborting drops them; large writes are not held. A real server writes through
+them in every HTTP test (`GuardedHttpToolsProtocol`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcpline.transports.http.batched import HOLD_BYTES, BatchedTransport
+from mcpline.transports.http.batched import HOLD_BYTES, BatchedTransport, WriteBatch
 
 pytestmark = pytest.mark.anyio
 
@@ -56,9 +57,16 @@ class Recording(asyncio.Transport):
         self.events.append("resume")
 
 
-def batched() -> tuple[BatchedTransport, Recording]:
+def busy() -> WriteBatch:
+    """A batch whose connections are answering other requests too (the protocol counts)."""
+    batch = WriteBatch()
+    batch.open = 2
+    return batch
+
+
+def batched(batch: WriteBatch | None = None) -> tuple[BatchedTransport, Recording]:
     inner = Recording()
-    return BatchedTransport(inner, asyncio.get_running_loop()), inner
+    return BatchedTransport(inner, batch or busy()), inner
 
 
 async def next_pass() -> None:
@@ -159,3 +167,54 @@ async def test_a_write_up_to_the_bound_is_held(size: int) -> None:
     assert inner.writes == []
     await next_pass()
     assert inner.writes == [b"z" * size]
+
+
+async def test_a_lone_answer_waits_for_nothing_past_its_own_head() -> None:
+    outer, inner = batched(WriteBatch())  # no other request open
+    outer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert inner.writes == []  # the head waits for the body...
+    outer.write(b"{}")
+    assert inner.writes == [b"HTTP/1.1 200 OK\r\n\r\n{}"]  # ...which takes it along at once
+    outer.write(b"event")  # a stream's next write: held until the next pass at the latest
+    assert len(inner.writes) == 1
+    await next_pass()
+    assert inner.writes[1:] == [b"event"]
+
+
+async def test_a_batch_writes_its_connections_together() -> None:
+    batch = busy()
+    (one, first), (two, second) = batched(batch), batched(batch)
+    one.write(b"a")
+    two.write(b"b")
+    one.write(b"c")
+    assert first.writes == second.writes == []
+    await next_pass()
+    assert (first.writes, second.writes) == ([b"ac"], [b"b"])
+
+
+async def test_flush_later_writes_after_the_callbacks_queued_before_in_the_same_pass() -> None:
+    loop = asyncio.get_running_loop()
+    batch = busy()
+    outer, inner = batched(batch)
+    seen: list[list[bytes]] = []
+    for text in (b"1", b"2"):  # two handlers queued, as uvicorn queues a request's task
+        loop.call_soon(outer.write, text)
+        batch.flush_later()
+    loop.call_soon(lambda: seen.append(list(inner.writes)))  # queued after the flush
+    await next_pass()
+    assert seen == [[b"12"]]  # written once, after both handlers, before what came next
+
+
+async def test_the_batch_is_bound_to_the_loop_it_is_used_on() -> None:
+    batch = busy()
+
+    async def once(text: bytes) -> list[bytes]:
+        outer, inner = batched(batch)
+        outer.write(text)
+        await next_pass()
+        return inner.writes
+
+    assert await once(b"here") == [b"here"]
+    done = await asyncio.to_thread(asyncio.run, once(b"there"))  # another loop
+    assert done == [b"there"]
+    assert await once(b"back") == [b"back"]

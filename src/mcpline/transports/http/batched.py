@@ -1,15 +1,23 @@
 """`BatchedTransport`: what a connection writes during one pass of the event loop leaves in
-one write, at the start of the next pass.
+one write, once the pass's other work is done; `WriteBatch` does that for every connection
+of a loop at once.
 
 uvicorn writes a response in two writes (its head, then its body), and a server that answers
 many connections writes each reply the moment it is ready. Each write is a system call, and
 each one that reaches a reader asleep on its socket is a wake-up, which on loopback the
-writer pays for. Held for the rest of the pass, a response leaves as one segment, and the
-replies of a busy pass go out back to back, so a client reading several connections wakes
-once for all of them. The cost is the rest of one loop pass of latency.
+writer pays for. Held, a response leaves as one segment, and the replies of a busy pass go
+out back to back, so a client reading several connections wakes once for all of them.
 
-Only small writes are held: at most `HOLD_BYTES` per connection, for at most the rest of the
-pass. A write that would take the held bytes past that sends them, and itself, at once (a
+Holding pays only while other requests are being answered (`WriteBatch.open`, which the
+protocol keeps): while no other request is open, a write takes what is held along at once,
+so a lone client's response leaves as one write (head and body) and waits for nothing.
+Otherwise, when a request's head has been read and its handler's first step queued on the
+loop, the protocol asks the batch to `WriteBatch.flush_later`: the batch is written right
+after the handlers queued so far have run, in the same pass. Anything else held is written
+at the next pass.
+
+Only small writes are held: at most `HOLD_BYTES` per connection, until the next pass at the
+latest. A write that would take the held bytes past that sends them, and itself, at once (a
 large body is not copied into a joined buffer). `BatchedTransport.get_write_buffer_size`
 counts the held bytes with the transport's own buffer, so the write deadline sees them too.
 """
@@ -24,19 +32,63 @@ HOLD_BYTES = 64 * 1024
 at once."""
 
 
+class WriteBatch:
+    """The connections of one event loop whose writes are held, written together by `flush`.
+    Built anywhere (it is picklable until first used); bound to the loop it is first used on.
+    Not thread-safe: use from the loop only."""
+
+    __slots__ = ("_handle", "_held", "_loop", "open")
+
+    def __init__(self) -> None:
+        self.open = 0
+        """Requests being answered on the batch's connections (kept by their protocol)."""
+        self._held: list[BatchedTransport] = []
+        self._handle: asyncio.Handle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def hold(self, transport: BatchedTransport) -> None:
+        """``transport`` holds its first bytes: write them with the rest of the batch (at
+        the next pass at the latest)."""
+        self._held.append(transport)
+        if self._handle is None:
+            self._handle = self._bound().call_soon(self.flush)
+
+    def flush_later(self) -> None:
+        """Write the batch once the callbacks queued on the loop so far have run (call it
+        when a request's handler has just been queued)."""
+        if self._handle is not None:
+            self._handle.cancel()
+        self._handle = self._bound().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write what every connection of the batch holds."""
+        self._handle = None
+        held, self._held = self._held, []
+        for transport in held:
+            transport.flush()
+
+    def _bound(self) -> asyncio.AbstractEventLoop:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # first use, or the server runs on a new loop
+            self._loop = loop
+            self._handle = None
+        return loop
+
+
 class BatchedTransport(asyncio.Transport):
-    """A transport whose writes of one loop pass reach ``transport`` as one write, in order.
+    """A transport whose writes reach ``transport`` in order, held and joined as the module
+    says: with those of the other connections of ``batch``, or with its own next write.
 
     `close` and `write_eof` write what is held first; `abort` drops it, as it drops the
     transport's own buffer. What is held when the transport is already closing (the peer
     went away) is dropped."""
 
-    __slots__ = ("_held", "_held_bytes", "_loop", "_transport")
+    __slots__ = ("_batch", "_held", "_held_bytes", "_transport")
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport, batch: WriteBatch) -> None:
         super().__init__()
         self._transport = transport
-        self._loop = loop
+        self._batch = batch
         self._held: list[bytes] = []
         self._held_bytes = 0
 
@@ -53,8 +105,12 @@ class BatchedTransport(asyncio.Transport):
             self.flush()
             self._transport.write(data)
             return
+        if self._held and self._batch.open <= 1:  # no other answer in the making to wait for
+            self._held.append(bytes(data))
+            self.flush()
+            return
         if not self._held:
-            self._loop.call_soon(self.flush)
+            self._batch.hold(self)
         self._held.append(bytes(data))
         self._held_bytes += size
 
@@ -63,7 +119,7 @@ class BatchedTransport(asyncio.Transport):
             self.write(data)
 
     def flush(self) -> None:
-        """Write what is held now (scheduled by the first held write of a pass)."""
+        """Write what is held now."""
         held = self._held
         if not held:
             return
@@ -120,4 +176,4 @@ class BatchedTransport(asyncio.Transport):
         return self._transport.get_protocol()
 
 
-__all__ = ["BatchedTransport", "HOLD_BYTES"]
+__all__ = ["BatchedTransport", "HOLD_BYTES", "WriteBatch"]

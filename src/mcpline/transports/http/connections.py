@@ -43,7 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ..._platform import open_file_limit, unsent_socket_bytes
 from . import admission
-from .batched import BatchedTransport
+from .batched import BatchedTransport, WriteBatch
 from .respond import error_body
 
 log = logging.getLogger("mcpline.server")
@@ -140,9 +140,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
         *,
         limits: ConnectionLimits,
+        batch: WriteBatch | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.limits = limits
+        self.batch = batch if batch is not None else WriteBatch()
+        """Holds this connection's writes with those of the server's other connections."""
+        self.output: BatchedTransport | None = None
+        """The transport uvicorn writes to (`transport`, batched)."""
+        self.answering = 0
+        """Requests of this connection being answered (counted in `WriteBatch.open`)."""
         self.watch: asyncio.TimerHandle | None = None
         """The one timer of this connection: it checks the deadline of `waiting`."""
         self.waiting: str | None = OPENED
@@ -163,7 +170,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.transport = BatchedTransport(transport, self.loop)
+        self.output = BatchedTransport(transport, self.batch)
+        self.transport = self.output
         refusal = admission.connection_limit(len(self.connections), self.limits.max_connections)
         if refusal is not None:
             self.refuse(refusal)
@@ -178,6 +186,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.stall is not None:
             self.stall.cancel()
             self.stall = None
+        self.batch.open -= self.answering
+        self.answering = 0
         super().connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -241,7 +251,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.waiting = None
+        cycle = self.cycle
         super().on_headers_complete()
+        if self.cycle is not cycle:  # a request to answer (not an upgrade)
+            self.answering += 1
+            self.batch.open += 1
+            self.batch.flush_later()  # after the request's handler, just queued
 
     def on_message_complete(self) -> None:
         if self.waiting == DRAIN:
@@ -252,6 +267,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         cycle = self.cycle  # a pipelined request's own cycle while the previous one ends
         if cycle is not None and cycle.response_complete and cycle.more_body:
             self.wait_for(DRAIN)  # answered before its body came whole: a bounded wait
+        if self.answering:
+            self.answering -= 1
+            self.batch.open -= 1
         super().on_response_complete()
 
     def wait_for(self, what: str) -> None:
@@ -291,9 +309,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
 
 def protocol_factory(limits: ConnectionLimits) -> Callable[..., GuardedHttpToolsProtocol]:
-    """What uvicorn's ``Config(http=...)`` takes to build a guarded protocol per connection
-    (picklable, for worker processes)."""
-    return functools.partial(GuardedHttpToolsProtocol, limits=limits)
+    """What uvicorn's ``Config(http=...)`` takes to build a guarded protocol per connection,
+    its connections sharing one `WriteBatch` (picklable, for worker processes)."""
+    return functools.partial(GuardedHttpToolsProtocol, limits=limits, batch=WriteBatch())
 
 
 class AcceptErrors:
