@@ -7,6 +7,8 @@ them in every HTTP test (`GuardedHttpToolsProtocol`)."""
 from __future__ import annotations
 
 import asyncio
+import functools
+import socket
 from typing import Any
 
 import pytest
@@ -218,3 +220,80 @@ async def test_the_batch_is_bound_to_the_loop_it_is_used_on() -> None:
     done = await asyncio.to_thread(asyncio.run, once(b"there"))  # another loop
     assert done == [b"there"]
     assert await once(b"back") == [b"back"]
+
+
+async def test_the_protocol_counts_the_requests_it_answers() -> None:
+    """Through a real uvicorn on a real socket: `WriteBatch.open` counts requests being
+    answered, back to 0 after answers and after a client that hung up mid-request, and an
+    answer held while another request is open still arrives."""
+    import uvicorn
+
+    from mcpline.transports.http.connections import ConnectionLimits, GuardedHttpToolsProtocol
+
+    release = asyncio.Event()
+    seen_open: list[int] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await receive()
+        seen_open.append(batch.open)
+        if scope["path"] == "/slow":
+            await release.wait()
+        body = scope["path"].encode()
+        length = [(b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": length})
+        await send({"type": "http.response.body", "body": body})
+
+    batch = WriteBatch()
+    limits = ConnectionLimits(16, 10.0, 65536)
+    factory: Any = functools.partial(GuardedHttpToolsProtocol, limits=limits, batch=batch)
+    config = uvicorn.Config(app, http=factory, lifespan="off", log_config=None)
+    server = uvicorn.Server(config)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+
+    async def until(done: Any, what: str) -> None:
+        for _ in range(3000):  # 30 s: ordering, not speed, is what is checked
+            if done():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"not {what} within 30 s")
+
+    await until(lambda: server.started, "started")
+
+    async def ask(path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        await writer.drain()
+        return reader, writer
+
+    async def answer(reader: asyncio.StreamReader) -> bytes:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        return await reader.readexactly(length)
+
+    try:
+        reader, writer = await ask("/one")
+        assert await answer(reader) == b"/one"
+        writer.write(b"GET /two HTTP/1.1\r\nHost: x\r\n\r\n")  # the same kept-alive connection
+        assert await answer(reader) == b"/two"
+        assert batch.open == 0
+
+        slow_reader, slow_writer = await ask("/slow")
+        await until(lambda: len(seen_open) == 3, "reading /slow")
+        fast_reader, fast_writer = await ask("/fast")  # answered while /slow is open: held
+        assert await answer(fast_reader) == b"/fast"
+        assert seen_open[-1] == 2
+        slow_writer.close()  # hangs up before its answer
+        await until(lambda: batch.open == 0, "back to 0 requests open")
+        release.set()
+        for w in (writer, fast_writer):
+            w.close()
+    finally:
+        release.set()
+        server.should_exit = True
+        await serving
+    assert seen_open[:2] == [1, 1]
