@@ -9,12 +9,12 @@ writer pays for. Held, a response leaves as one segment, and the replies of a bu
 out back to back, so a client reading several connections wakes once for all of them.
 
 Holding pays only while other requests are being answered (`WriteBatch.open`, which the
-protocol keeps): while no other request is open, a write takes what is held along at once,
-so a lone client's response leaves as one write (head and body) and waits for nothing.
-Otherwise, when a request's head has been read and its handler's first step queued on the
-loop, the protocol asks the batch to `WriteBatch.flush_later`: the batch is written right
-after the handlers queued so far have run, in the same pass. Anything else held is written
-at the next pass.
+protocol keeps): while no other request is open, a write goes out at once (with anything
+held before), so a lone client waits for nothing and the loop gets no extra work. Otherwise,
+when a request's head has been read and its handler's first step queued on the loop, the
+protocol asks the batch to `WriteBatch.flush_later`: the batch is written right after the
+handlers queued so far have run, in the same pass. Anything else held is written at the
+next pass.
 
 Only small writes are held: at most `HOLD_BYTES` per connection, until the next pass at the
 latest. A write that would take the held bytes past that sends them, and itself, at once (a
@@ -105,9 +105,12 @@ class BatchedTransport(asyncio.Transport):
             self.flush()
             self._transport.write(data)
             return
-        if self._held and self._batch.open <= 1:  # no other answer in the making to wait for
-            self._held.append(bytes(data))
-            self.flush()
+        if self._batch.open <= 1:  # no other answer in the making to wait for
+            if self._held:
+                self._held.append(bytes(data))
+                self.flush()
+            else:
+                self._transport.write(data)
             return
         if not self._held:
             self._batch.hold(self)

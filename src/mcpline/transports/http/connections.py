@@ -256,7 +256,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.cycle is not cycle:  # a request to answer (not an upgrade)
             self.answering += 1
             self.batch.open += 1
-            self.batch.flush_later()  # after the request's handler, just queued
+            if self.batch.open > 1:  # answers may be held: write them after this handler
+                self.batch.flush_later()
 
     def on_message_complete(self) -> None:
         if self.waiting == DRAIN:
