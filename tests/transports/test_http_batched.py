@@ -298,3 +298,18 @@ async def test_the_protocol_counts_the_requests_it_answers() -> None:
         server.should_exit = True
         await serving
     assert seen_open[:2] == [1, 1]
+
+
+async def test_opened_and_closed_count_the_requests_that_decide_holding() -> None:
+    batch = WriteBatch()
+    outer, inner = batched(batch)
+    batch.opened()  # alone: written at once
+    outer.write(b"x")
+    assert inner.writes == [b"x"]
+    batch.opened()  # a second one: held, and written after the handlers queued so far
+    outer.write(b"y")
+    assert inner.writes == [b"x"]
+    await next_pass()
+    assert inner.writes == [b"x", b"y"]
+    batch.closed(2)
+    assert batch.open == 0

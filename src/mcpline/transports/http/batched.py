@@ -9,11 +9,11 @@ writer pays for. Held, a response leaves as one segment, and the replies of a bu
 out back to back, so a client reading several connections wakes once for all of them.
 
 Holding pays only while other requests are being answered (`WriteBatch.open`, which the
-protocol keeps): while no other request is open, a write goes out at once (with anything
-held before), so a lone client waits for nothing and the loop gets no extra work. Otherwise,
-when a request's head has been read and its handler's first step queued on the loop, the
-protocol asks the batch to `WriteBatch.flush_later`: the batch is written right after the
-handlers queued so far have run, in the same pass. Anything else held is written at the
+protocol keeps with `WriteBatch.opened` and `WriteBatch.closed`): while no other request is
+open, a write goes out at once (with anything held before), so a lone client waits for
+nothing and the loop gets no extra work. Otherwise, each time a request's handler has been
+queued on the loop, the batch is set to be written right after the handlers queued so far
+have run, in the same pass (`WriteBatch.flush_later`). Anything else held is written at the
 next pass.
 
 Only small writes are held: at most `HOLD_BYTES` per connection, until the next pass at the
@@ -41,10 +41,21 @@ class WriteBatch:
 
     def __init__(self) -> None:
         self.open = 0
-        """Requests being answered on the batch's connections (kept by their protocol)."""
+        """Requests being answered on the batch's connections (`opened` less `closed`)."""
         self._held: list[BatchedTransport] = []
         self._handle: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def opened(self) -> None:
+        """A request's handler was just queued: count the request; while others are open,
+        write the batch after that handler (`flush_later`)."""
+        self.open += 1
+        if self.open > 1:
+            self.flush_later()
+
+    def closed(self, count: int = 1) -> None:
+        """``count`` requests were answered, or their connection was lost."""
+        self.open -= count
 
     def hold(self, transport: BatchedTransport) -> None:
         """``transport`` holds its first bytes: write them with the rest of the batch (at

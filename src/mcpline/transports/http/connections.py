@@ -17,8 +17,8 @@ closes those gaps:
 - **a write deadline**: a connection whose reader takes none of the server's writes (the
   socket's buffer full, and no smaller) for ``write_timeout`` seconds is aborted, which
   frees what its response held and cancels its request (uvicorn would wait forever);
-- **batched writes**: what the connection writes during one loop pass leaves in one write
-  (`mcpline.transports.http.batched`);
+- **batched writes**: while other requests are being answered, the connection's writes are
+  held and leave with theirs, once per loop pass (`mcpline.transports.http.batched`);
 
 and, for a request answered before its body arrived whole (a refusal, say), the rest of the
 body must come within the same ``header_timeout`` and ``max_head_bytes``, or the connection
@@ -146,8 +146,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.limits = limits
         self.batch = batch if batch is not None else WriteBatch()
         """Holds this connection's writes with those of the server's other connections."""
-        self.output: BatchedTransport | None = None
-        """The transport uvicorn writes to (`transport`, batched)."""
         self.answering = 0
         """Requests of this connection being answered (counted in `WriteBatch.open`)."""
         self.watch: asyncio.TimerHandle | None = None
@@ -170,8 +168,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.output = BatchedTransport(transport, self.batch)
-        self.transport = self.output
+        self.transport = BatchedTransport(transport, self.batch)
         refusal = admission.connection_limit(len(self.connections), self.limits.max_connections)
         if refusal is not None:
             self.refuse(refusal)
@@ -186,7 +183,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self.stall is not None:
             self.stall.cancel()
             self.stall = None
-        self.batch.open -= self.answering
+        self.batch.closed(self.answering)
         self.answering = 0
         super().connection_lost(exc)
 
@@ -255,9 +252,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         if self.cycle is not cycle:  # a request to answer (not an upgrade)
             self.answering += 1
-            self.batch.open += 1
-            if self.batch.open > 1:  # answers may be held: write them after this handler
-                self.batch.flush_later()
+            self.batch.opened()
 
     def on_message_complete(self) -> None:
         if self.waiting == DRAIN:
@@ -270,7 +265,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.wait_for(DRAIN)  # answered before its body came whole: a bounded wait
         if self.answering:
             self.answering -= 1
-            self.batch.open -= 1
+            self.batch.closed()
         super().on_response_complete()
 
     def wait_for(self, what: str) -> None:
