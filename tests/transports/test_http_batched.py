@@ -229,7 +229,7 @@ async def test_the_protocol_counts_the_requests_it_answers() -> None:
     answer held while another request is open still arrives."""
     import uvicorn
 
-    from mcpline.transports.http.connections import ConnectionLimits, GuardedHttpToolsProtocol
+    from mcpline.transports.http.connections import ConnectionLimits, protocol_factory
 
     release = asyncio.Event()
     seen_open: list[int] = []
@@ -246,9 +246,11 @@ async def test_the_protocol_counts_the_requests_it_answers() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": length})
         await send({"type": "http.response.body", "body": body})
 
-    batch = WriteBatch()
-    limits = ConnectionLimits(16, 10.0, 65536)
-    factory: Any = functools.partial(GuardedHttpToolsProtocol, limits=limits, batch=batch)
+    built = protocol_factory(ConnectionLimits(16, 10.0, 65536))  # as `mcpline run` builds it
+    assert isinstance(built, functools.partial)
+    batch = built.keywords["batch"]  # one batch, shared by every connection of the server
+    assert isinstance(batch, WriteBatch)
+    factory: Any = built
     config = uvicorn.Config(app, http=factory, lifespan="off", log_config=None)
     server = uvicorn.Server(config)
     sock = socket.socket()
