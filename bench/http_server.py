@@ -137,16 +137,23 @@ class Spec:
     """Processes that serve (the uvicorn supervisor of several workers is not one)."""
 
 
+PER_CLIENT_CAPS = ["--max-listens-per-client", "10000", "--max-requests-per-client", "10000"]
+"""mcpline's per-client caps for the bench (see `servers`)."""
+
+
 def servers(selected: list[str] | None) -> list[Spec]:
     mcpline = str(Path(sys.executable).parent / "mcpline")
     file = str(HERE / "servers" / "mcpline_server.py")
-    bind = "127.0.0.1:{port}"
+    # Every load here comes from one client (127.0.0.1): the per-client caps, security
+    # defaults of 32 listens and 128 requests, are raised so that the listen figure opens
+    # its streams and the figures measure serving, not the caps.
+    bind = ["127.0.0.1:{port}", *PER_CLIENT_CAPS]
     specs = [
         Spec(FLOOR, [sys.executable, str(HERE / "servers" / "asgi_floor_server.py"), "{port}"]),
-        Spec("mcpline", [mcpline, "run", file, "--http", bind]),
+        Spec("mcpline", [mcpline, "run", file, "--http", *bind]),
         Spec(
             "mcpline, 2 workers",
-            [mcpline, "run", file, "--http", bind, "--workers", "2"],
+            [mcpline, "run", file, "--http", *bind, "--workers", "2"],
             {"MCPLINE_STATE_KEY": STATE_KEY},
             processes=2,
         ),
@@ -343,9 +350,11 @@ def listen_rss(run: Running, count: int) -> float | None:
             got = b""
             while b"acknowledged" not in got:
                 chunk = s.recv(65536)
-                if not chunk or (got + chunk).startswith(b"HTTP/1.1 404"):
-                    return None
                 got += chunk
+                if got.startswith(b"HTTP/1.1 404") or b"-32601" in got:
+                    return None  # no subscriptions/listen
+                if not chunk or (b"\r\n\r\n" in got and not got.startswith(b"HTTP/1.1 200")):
+                    raise BenchError(f"{run.spec.name}: listen {i} was not acknowledged: {got!r}")
         time.sleep(0.5)
         return (run.rss() - before) / count
     finally:
@@ -568,6 +577,9 @@ NOTES = """Reading the table:
 - Every server runs in one process except "mcpline, 2 workers": two uvicorn workers on one
   socket, uvicorn's supervisor and multiprocessing's resource tracker; its CPU and RSS are
   the sum of all four (the two idle helpers hold about 40% of that RSS).
+- Every load comes from one client address, so mcpline runs with its per-client caps
+  raised (`--max-listens-per-client` and `--max-requests-per-client`, whose defaults of 32
+  and 128 would refuse the listen figure's streams with 429).
 - Server CPU per request is the servers' user + system time over the run divided by the
   requests answered: it does not depend on how busy the rest of the machine was, unlike
   requests/s and latency (2 cores shared with wrk, and with other work on this machine).
