@@ -585,7 +585,8 @@ NOTES = """Reading the table:
   requests/s and latency (2 cores shared with wrk, and with other work on this machine).
 - One client is one keep-alive connection that sends its next request when the previous
   reply has come (wrk closed loop): at 1 client, requests/s is 1 ÷ the round trip.
-- `echo` is a plain `def`: every library runs it on a worker thread; `aecho` is `async def`.
+- `echo` is a plain `def`: mcpline runs it on the event loop once it has shown itself short
+  (docs/tools.md), the other libraries on a worker thread; `aecho` is `async def`.
 - FastMCP 4.1.6 answers `subscriptions/listen` with -32601 (method not found): no listen
   figure. The listen streams are opened on a fresh server, one after the other, and each
   counted once its acknowledgement has arrived."""
