@@ -357,8 +357,7 @@ class Dispatcher:
         coroutine, for a tool whose body `runs_now`: it ends in its first step unless the
         body returned an awaitable or a task handle. The same steps, in the same order."""
         try:
-            if "inputResponses" in params or "requestState" in params:
-                prepare(ctx, params, self.sealer)
+            prepare(ctx, params, self.sealer)
             kwargs, refused = prepare_call(tool, arguments)
             if kwargs is None:
                 assert refused is not None

@@ -396,7 +396,10 @@ def ask_all(
 
 
 def prepare(ctx: Context, params: Mapping[str, Any], sealer: StateSealer) -> None:
-    """Check ``inputResponses`` and open ``requestState`` before the handler runs."""
+    """Check ``inputResponses`` and open ``requestState`` before the handler runs (a first
+    round, with neither, has nothing to check or open)."""
+    if "inputResponses" not in params and "requestState" not in params:
+        return
     responses = parse_input_responses(params)
     token = params.get("requestState", MISSING)
     state: Any = None
@@ -448,8 +451,7 @@ async def run_modern(
     sealer: StateSealer,
 ) -> dict[str, Any]:
     """Run an MRTR-capable handler for a modern request."""
-    if "inputResponses" in params or "requestState" in params:
-        prepare(ctx, params, sealer)  # a first round has nothing to check or open
+    prepare(ctx, params, sealer)
     try:
         return await handler(ctx, params)
     except InputRequired as ir:
