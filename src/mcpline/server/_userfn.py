@@ -205,7 +205,7 @@ class UserFunction:
         may be an awaitable still to `settle`."""
         self._give_context(kwargs, ctx)
         try:
-            value = self.fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+            value = self._on_loop(kwargs)
         except InputRequired as ir:
             ir.state = ctx.carry(ir.state)
             raise
@@ -228,7 +228,7 @@ class UserFunction:
                 if self.is_async:
                     value = await fn(**kwargs)
                 elif self.inline:
-                    value = fn(**kwargs) if self.pinned else self._timed_inline(kwargs)
+                    value = self._on_loop(kwargs)
                 elif self.pinned:
                     value = await run_sync(lambda: fn(**kwargs))
                 else:
@@ -255,7 +255,11 @@ class UserFunction:
             raise
         return _carried(value, ctx)
 
-    def _timed_inline(self, kwargs: dict[str, Any]) -> Any:
+    def _on_loop(self, kwargs: dict[str, Any]) -> Any:
+        """Call the plain function here, on the event loop: timed against `INLINE_BUDGET`
+        unless its place is pinned."""
+        if self.pinned:
+            return self.fn(**kwargs)
         before = thread_usage()
         try:
             return self.fn(**kwargs)
