@@ -34,8 +34,8 @@ at once."""
 
 class WriteBatch:
     """The connections of one event loop whose writes are held, written together by `flush`.
-    Built anywhere (it is picklable until first used); bound to the loop it is first used on.
-    Not thread-safe: use from the loop only."""
+    Built anywhere (it is picklable until first used); each `BatchedTransport` binds it to
+    the loop it is made on. Not thread-safe: use from the loop only."""
 
     __slots__ = ("_handle", "_held", "_loop", "open")
 
@@ -62,14 +62,14 @@ class WriteBatch:
         the next pass at the latest)."""
         self._held.append(transport)
         if self._handle is None:
-            self._handle = self._bound().call_soon(self.flush)
+            self._handle = self._on().call_soon(self.flush)
 
     def flush_later(self) -> None:
         """Write the batch once the callbacks queued on the loop so far have run (call it
         when a request's handler has just been queued)."""
         if self._handle is not None:
             self._handle.cancel()
-        self._handle = self._bound().call_soon(self.flush)
+        self._handle = self._on().call_soon(self.flush)
 
     def flush(self) -> None:
         """Write what every connection of the batch holds."""
@@ -78,12 +78,15 @@ class WriteBatch:
         for transport in held:
             transport.flush()
 
-    def _bound(self) -> asyncio.AbstractEventLoop:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # first use, or the server runs on a new loop
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Run on ``loop`` (first use, or a server serving on a new loop)."""
+        if loop is not self._loop:
             self._loop = loop
             self._handle = None
-        return loop
+
+    def _on(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None, "a WriteBatch is bound by its first BatchedTransport"
+        return self._loop
 
 
 class BatchedTransport(asyncio.Transport):
@@ -97,7 +100,9 @@ class BatchedTransport(asyncio.Transport):
     __slots__ = ("_batch", "_held", "_held_bytes", "_transport")
 
     def __init__(self, transport: asyncio.Transport, batch: WriteBatch) -> None:
+        """Made on the loop the connection serves on (its protocol's ``connection_made``)."""
         super().__init__()
+        batch.bind(asyncio.get_running_loop())
         self._transport = transport
         self._batch = batch
         self._held: list[bytes] = []
@@ -127,10 +132,6 @@ class BatchedTransport(asyncio.Transport):
             self._batch.hold(self)
         self._held.append(bytes(data))
         self._held_bytes += size
-
-    def writelines(self, list_of_data: Any) -> None:
-        for data in list_of_data:
-            self.write(data)
 
     def flush(self) -> None:
         """Write what is held now."""
