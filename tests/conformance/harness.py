@@ -101,6 +101,12 @@ class ServerRun:
     def by_scenario(self) -> dict[str, ScenarioResult]:
         return {r.scenario: r for r in self.results}
 
+    @property
+    def exit_ok(self) -> bool:
+        """The runner exited 0, or its failures were run again alone (`rerun`): it exits 1
+        for those, and the results say how they went."""
+        return self.exit_code == 0 or bool(self.rerun)
+
 
 def _checks_from(path: Path) -> tuple[Check, ...]:
     try:

@@ -116,3 +116,12 @@ def test_a_scored_failure_is_run_again_alone_and_says_so(sdk_url: str) -> None:
     )
     assert by["tasks-request-state-removal"].status == harness.FAIL
     assert by["json-schema-2020-12"] == replace(unscored, scored=False)
+
+
+def test_a_run_exits_ok_when_clean_or_when_its_failures_were_run_again() -> None:
+    def run(exit_code: int, rerun: tuple[str, ...] = ()) -> harness.ServerRun:
+        return harness.ServerRun(["runner"], exit_code, "", "", 1.0, rerun=rerun)
+
+    assert run(0).exit_ok
+    assert not run(1).exit_ok
+    assert run(1, ("tools-call-simple-text",)).exit_ok
