@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -61,8 +61,10 @@ async def request(
     server: tuple[str, int] | None = ("127.0.0.1", 8000),
     root_path: str = "",
     hold: asyncio.Event | None = None,
+    on_send: Callable[[dict[str, Any]], None] | None = None,
 ) -> Exchange:
-    """Call the app once; ``hold`` keeps the connection open until set (then disconnects)."""
+    """Call the app once; ``hold`` keeps the connection open until set (then disconnects);
+    ``on_send`` sees each message the app sends, as it is sent."""
     h = {"content-type": "application/json", "accept": ACCEPT.decode(), "host": "127.0.0.1:8000"}
     if method == "POST" and "mcp-method" not in (headers or {}):
         try:
@@ -98,6 +100,8 @@ async def request(
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
+        if on_send is not None:
+            on_send(message)
         if message["type"] == "http.response.start":
             out.status = message["status"]
             out.headers = dict(message.get("headers", []))
@@ -317,6 +321,40 @@ def test_shutdown_answers_open_listens_with_their_completion() -> None:
         assert not app.posts and not app.server.runtime.engine.peers
 
     run(go())
+
+
+def inline_echo() -> Server:
+    server = Server("asgi")
+
+    @server.tool(inline=True)
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    return server
+
+
+@pytest.mark.parametrize("total", [1 << 20, 10])
+def test_a_reply_given_at_once_is_counted_in_the_budget_until_written(total: int) -> None:
+    # With room, the reply is written straight from the peer; without (a 10-byte budget),
+    # it goes through an outbox, where a small reply always fits. Both count it while it is
+    # written and give it back after.
+    app = inline_echo().http_app(max_outbound_total_bytes=total)
+    held: list[int] = []
+
+    def seen(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            held.append(app.outbound.held)
+
+    async def go() -> Exchange:
+        body = modern("tools/call", 3, {"name": "echo", "arguments": {"text": "hi"}})
+        return await request(app, body=body, headers={"mcp-name": "echo"}, on_send=seen)
+
+    out = run(go())
+    assert out.status == 200 and out.json["result"]["content"][0]["text"] == "hi"
+    assert held == [len(out.body)]
+    assert app.outbound.held == 0 and not app.outbound.outboxes
+    assert not app.posts and not app.server.runtime.engine.peers
 
 
 @pytest.mark.parametrize(

@@ -89,16 +89,21 @@ class HttpBinding:
 
 
 class PostPeer(PeerState):
-    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST: its exchange, the outbox its
+    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST: its exchange, what its
     response is written from, and the task that watches for its client's disconnection
-    (started only for a request still running after `WATCH_AFTER`)."""
+    (started only for a request still running after `WATCH_AFTER`).
+
+    A reply that comes first is kept as the `answer`, counted in the app's outbound budget
+    while it is written; anything else (a notification first, or a reply that would pass the
+    budget) goes through an `sse.Outbox`, made on first use (`queue`)."""
 
     def __init__(self, app: HttpApp, name: str, receive: respond.Receive) -> None:
         super().__init__(name)
         self.exchange: Exchange | None = None
-        self.outbox = sse.Outbox(
-            app.server.options.max_outbound_bytes, self.run_overflow_hooks, app.outbound
-        )
+        self.outbox: sse.Outbox | None = None
+        """The queue the response is written from; None until something needs it."""
+        self.answer: bytes | None = None
+        """The reply, when it came before anything else (no outbox needed)."""
         self.status = 200
         """The HTTP status of the reply, from its JSON-RPC error code (`status_for`)."""
         self.gone = False
@@ -107,6 +112,18 @@ class PostPeer(PeerState):
         self._watcher: asyncio.Task[None] | None = None
         self._app = app
 
+    def queue(self) -> sse.Outbox:
+        """The response's outbox, made on first use."""
+        outbox = self.outbox
+        if outbox is None:
+            app = self._app
+            outbox = self.outbox = sse.Outbox(
+                app.server.options.max_outbound_bytes, self.run_overflow_hooks, app.outbound
+            )
+            if self.exchange is not None and self.exchange.phase in FINAL:
+                outbox.close()
+        return outbox
+
     def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
         if kind is Kind.REPLY:
             error = message.get("error")
@@ -114,13 +131,20 @@ class PostPeer(PeerState):
                 code = error.get("code")
                 if type(code) is int:
                     self.status = status_for(code)
-        return self.outbox.put(data, kind)
+            if self.outbox is None:
+                budget = self._app.outbound
+                size = len(data)
+                if budget.held + size <= budget.limit:
+                    budget.held += size
+                    self.answer = data
+                    return True
+        return self.queue().put(data, kind)
 
     def send(self, data: bytes, kind: Kind) -> bool:
         return False  # nothing on a 2026-07-28 POST is tied to no request
 
     def phase_changed(self, exchange: Exchange, old: Phase) -> None:
-        if exchange.phase in FINAL:
+        if exchange.phase in FINAL and self.outbox is not None:
             self.outbox.close()
 
     def left(self) -> bool:
@@ -132,7 +156,15 @@ class PostPeer(PeerState):
         self.gone = True
         if self.exchange is not None:
             self.exchange.cancel()
-        self.outbox.abort()
+        self.queue().abort()
+
+    def release(self) -> None:
+        """The response ended: its bytes leave the outbound budget."""
+        if self.answer is not None:
+            self._app.outbound.held -= len(self.answer)
+            self.answer = None
+        if self.outbox is not None:
+            self.outbox.release()
 
     def watch(self) -> None:
         """Start watching for the client's disconnection (idempotent; a timer callback too)."""
@@ -176,15 +208,23 @@ async def serve(
         request, peer, HttpBinding(app, headers, modern_only=True, principal=principal)
     )
     peer.exchange = exchange
-    outbox = peer.outbox
-    # Most requests are answered within WATCH_AFTER: they never pay for a watcher task.
+    # Most requests are answered in their first step: they never pay for an outbox, a place
+    # among the open peers, or a watcher task (which only a request still running after
+    # WATCH_AFTER gets).
     later: int | None = None
-    app.open_post(peer)
+    opened = False
     try:
         app.engine.start(exchange)
+        answer = peer.answer
+        if answer is not None:
+            await respond.json(send, peer.status, answer, extra)
+            return
+        outbox = peer.queue()
         if outbox.ready.is_set():
             items: list[sse.Item] | None = outbox.take()
         else:
+            app.open_post(peer)
+            opened = True
             later = app.watch_after.start(peer.watch)
             items = await sse.next_items(outbox, None)
             app.watch_after.cancel(later)
@@ -204,6 +244,9 @@ async def serve(
         if items[0][1] is Kind.REPLY:
             await respond.json(send, peer.status, items[0][0], extra)
             return
+        if not opened:
+            app.open_post(peer)
+            opened = True
         peer.watch()
         await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
         await respond.stream(send, outbox, app.keepalive, peer.left, items)
@@ -217,8 +260,9 @@ async def serve(
             await peer.close()
         else:
             peer.closing.set()
-        app.close_post(peer)
-        outbox.release()
+        if opened:
+            app.close_post(peer)
+        peer.release()
         peer.exchange = None  # no cycle left: the request is freed when it ends, not collected
 
 
