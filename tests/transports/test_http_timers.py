@@ -179,3 +179,54 @@ def test_a_cancellation_that_meets_the_deadline_is_still_a_cancellation() -> Non
         return "read"
 
     assert asyncio.run(main()) == "cancelled"
+
+
+class Late:
+    """An ASGI ``receive`` whose whole body comes once ``arrive`` is set (first call waits)."""
+
+    def __init__(self) -> None:
+        self.arrive = asyncio.Event()
+
+    async def __call__(self) -> dict[str, Any]:
+        await self.arrive.wait()
+        return {"type": "http.request", "body": b"[1]", "more_body": False}
+
+
+def test_a_body_still_on_its_way_is_read_under_the_deadline() -> None:
+    async def main() -> tuple[bytes, int, int]:
+        timers = FixedDelayTimers(3600)
+        late = Late()
+        reader = asyncio.ensure_future(
+            respond.read_body(late, 1024, BodyBudget(1024).hold(), timers)
+        )
+        while not timers.pending:  # the first receive waits: the deadline is armed
+            await asyncio.sleep(0)
+        armed = len(timers.pending)
+        late.arrive.set()
+        data = await asyncio.wait_for(reader, 10)
+        return data, armed, len(timers.pending)
+
+    assert asyncio.run(main()) == (b"[1]", 1, 0)
+
+
+def test_a_body_that_never_starts_is_a_body_timeout() -> None:
+    async def main() -> None:
+        await respond.read_body(Late(), 1024, BodyBudget(1024).hold(), FixedDelayTimers(DELAY))
+
+    with pytest.raises(respond.BodyTimeout):
+        asyncio.run(main())
+
+
+def test_a_disconnection_before_the_body_is_reported_at_once() -> None:
+    async def main() -> None:
+        async def gone() -> dict[str, Any]:
+            return {"type": "http.disconnect"}
+
+        timers = FixedDelayTimers(3600)
+        try:
+            await respond.read_body(gone, 1024, BodyBudget(1024).hold(), timers)
+        finally:
+            assert not timers.pending
+
+    with pytest.raises(respond.Disconnected):
+        asyncio.run(main())

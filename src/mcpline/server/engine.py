@@ -27,10 +27,10 @@ import enum
 import logging
 import sys
 import threading
-import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from ..eager import resume
 from ..errors import wire_error
 from ..jsonrpc import Notification, Request, RequestId, Response, error_response, result_response
 from ..protocol.meta import has_modern_meta
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     from .eras import Era
 
 log = logging.getLogger("mcpline.server")
-
-T = TypeVar("T")
 
 
 class Phase(enum.Enum):
@@ -240,28 +238,6 @@ EAGER = sys.version_info >= (3, 11)
 argument is needed, new in Python 3.11)."""
 
 
-@types.coroutine
-def _resume(coro: Coroutine[Any, Any, T], yielded: Any) -> Generator[Any, Any, T]:
-    """Go on with ``coro``, which already ran up to yielding ``yielded``, as ``yield from``
-    would: what a task sends or throws in goes to ``coro``, and its result is the result."""
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:
-            try:
-                yielded = coro.throw(exc)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-        else:
-            try:
-                yielded = coro.send(sent)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-
-
 class Middleware(Protocol):
     """What the engine asks of a middleware chain (`mcpline.middleware.Chain`)."""
 
@@ -374,7 +350,7 @@ class Engine:
         except Exception as exc:
             self._failed(exchange, exc)
             return
-        rest = self._run(exchange, _resume(coro, yielded))
+        rest = self._run(exchange, resume(coro, yielded))
         task = loop.create_task(rest, context=context)  # type: ignore[call-arg,unused-ignore]
         exchange.task = task
         if not exchange.open:  # cancelled during the first step

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from ...eager import Waiting, first_step, resume
 from ...jsonrpc import RequestId, error_response
 from ...wire import encode
 from . import sse
@@ -50,24 +51,35 @@ class OverBudget(Exception):
         self.refusal = refusal
 
 
-async def _read_body(receive: Receive, limit: int, hold: Hold) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
+class _Body:
+    """A request body as it arrives: at most ``limit`` bytes, each held in ``hold``."""
+
+    __slots__ = ("hold", "limit", "parts", "size")
+
+    def __init__(self, limit: int, hold: Hold) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.limit = limit
+        self.hold = hold
+
+    def add(self, message: dict[str, Any]) -> bool:
+        """Take one message from ``receive``; True once the body is whole."""
         if message["type"] == "http.disconnect":
             raise Disconnected
         chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
+        self.size += len(chunk)
+        if self.size > self.limit:
             raise BodyTooLarge
-        if size > hold.size:  # a chunked body: held as it comes
-            refusal = hold.grow(size)
+        if self.size > self.hold.size:  # a chunked body: held as it comes
+            refusal = self.hold.grow(self.size)
             if refusal is not None:
                 raise OverBudget(refusal)
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return parts[0] if len(parts) == 1 else b"".join(parts)
+        self.parts.append(chunk)
+        return not message.get("more_body", False)
+
+    def whole(self) -> bytes:
+        parts = self.parts
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 if sys.version_info >= (3, 11):
@@ -77,12 +89,21 @@ if sys.version_info >= (3, 11):
     ) -> bytes:
         """The whole request body: at most ``limit`` bytes, all within ``within.delay``
         seconds (`BodyTimeout`), each byte held in ``hold`` (`OverBudget` when the budget
-        cannot hold it)."""
+        cannot hold it). A body that arrived with its headers is read without arming the
+        deadline."""
+        body = _Body(limit, hold)
+        got = first_step(receive())
+        if type(got) is not Waiting and body.add(got):
+            return body.whole()
         task = asyncio.current_task()
         assert task is not None
         deadline = within.start(task.cancel)
         try:
-            return await _read_body(receive, limit, hold)
+            if type(got) is Waiting and body.add(await resume(got.steps, got.yielded)):
+                return body.whole()
+            while not body.add(await receive()):
+                pass
+            return body.whole()
         except asyncio.CancelledError:
             if within.cancel(deadline) or task.uncancel():
                 raise  # a cancellation of the request, not the deadline's
@@ -98,8 +119,15 @@ else:
         """The whole request body: at most ``limit`` bytes, all within ``within.delay``
         seconds (`BodyTimeout`), each byte held in ``hold`` (`OverBudget` when the budget
         cannot hold it)."""
+
+        async def read() -> bytes:
+            body = _Body(limit, hold)
+            while not body.add(await receive()):
+                pass
+            return body.whole()
+
         try:
-            return await asyncio.wait_for(_read_body(receive, limit, hold), within.delay)
+            return await asyncio.wait_for(read(), within.delay)
         except asyncio.TimeoutError:
             raise BodyTimeout from None
 
