@@ -42,16 +42,17 @@ if sys.platform == "linux":
 
     COUNTS_WAITS = True
 
-    def _waits() -> int:
-        """This thread's voluntary context switches so far."""
-        return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+    def _cpu_and_waits() -> tuple[float, int]:
+        """This thread's CPU time and voluntary context switches so far (one system call)."""
+        used = resource.getrusage(resource.RUSAGE_THREAD)
+        return used.ru_utime + used.ru_stime, used.ru_nvcsw
 
 else:  # no per-thread count of context switches: the wall time alone judges
     COUNTS_WAITS = False
 
-    def _waits() -> int:
-        """Unknown here: 0."""
-        return 0
+    def _cpu_and_waits() -> tuple[float, int]:
+        """This thread's CPU time; its context switches are unknown here (0)."""
+        return thread_time(), 0
 
 
 class Collector:
@@ -83,7 +84,8 @@ Usage = tuple[float, float, float, int]
 def thread_usage() -> Usage:
     """Where this thread stands: wall time, its CPU time, the collector's time, and its
     voluntary context switches so far (0 where unknown)."""
-    return perf_counter(), thread_time(), Collector.total, _waits()
+    cpu, waits = _cpu_and_waits()
+    return perf_counter(), cpu, Collector.total, waits
 
 
 def overran(before: Usage) -> bool:
@@ -96,9 +98,10 @@ def overran(before: Usage) -> bool:
     collected = Collector.total - collecting
     if perf_counter() - wall - collected <= INLINE_BUDGET:
         return False
-    if not COUNTS_WAITS or _waits() > waits:
+    cpu_now, waits_now = _cpu_and_waits()
+    if not COUNTS_WAITS or waits_now > waits:
         return True
-    if thread_time() - cpu - collected <= INLINE_BUDGET:
+    if cpu_now - cpu - collected <= INLINE_BUDGET:
         return False
     if Collector.watching:
         return True
