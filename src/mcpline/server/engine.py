@@ -283,7 +283,8 @@ class Engine:
         self.others = others
         self.eras = [modern, *others]
         self.peers: set[Peer] = set()
-        """Every open peer (list changes and resource updates go to all of them)."""
+        """Every open peer (list changes and resource updates go to all of them); a 2026-07-28
+        HTTP POST joins once it outlives its first step, before which nothing can reach it."""
         self._pending: dict[asyncio.AbstractEventLoop, dict[Change, None]] = {}
         self._pending_lock = threading.Lock()
         self._dropped = 0

@@ -93,13 +93,13 @@ if sys.version_info >= (3, 11):
         deadline."""
         body = _Body(limit, hold)
         got = first_step(receive())
-        if type(got) is not Waiting and body.add(got):
+        if not isinstance(got, Waiting) and body.add(got):
             return body.whole()
         task = asyncio.current_task()
         assert task is not None
         deadline = within.start(task.cancel)
         try:
-            if type(got) is Waiting and body.add(await resume(got.steps, got.yielded)):
+            if isinstance(got, Waiting) and body.add(await resume(got.steps, got.yielded)):
                 return body.whole()
             while not body.add(await receive()):
                 pass
