@@ -57,15 +57,21 @@ def resume(steps: Steps, yielded: Any) -> Generator[Any, Any, Any]:
             steps.close()
             raise
         except BaseException as exc:
+            # What was yielded (the future that failed, say) must not stay in this frame,
+            # which the exception's traceback keeps: that would make a cycle.
+            yielded = None
             try:
                 yielded = steps.throw(exc)
             except StopIteration as done:
                 return done.value
         else:
+            yielded = None
             try:
                 yielded = steps.send(sent)
             except StopIteration as done:
                 return done.value
+            finally:
+                sent = None
 
 
 __all__ = ["Steps", "Waiting", "first_step", "resume"]

@@ -118,6 +118,66 @@ def test_a_cancelled_exchange_writes_nothing_more() -> None:
     asyncio.run(main())
 
 
+def test_run_serves_a_request_in_the_calling_task() -> None:
+    async def main() -> tuple[list[Kind], list[Phase], bool]:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(request(1, "steps", {"n": 2}, progressToken="t"), peer)
+        await server.runtime.engine.run(exchange)
+        kinds = [k for k, _ in peer.messages[1]]
+        return kinds, peer.phases[1], exchange.task is None
+
+    kinds, phases, released = asyncio.run(main())
+    assert kinds == [Kind.ADVISORY, Kind.ADVISORY, Kind.REPLY]
+    assert phases == [Phase.QUEUED, Phase.RUNNING, Phase.ANSWERED]
+    assert released  # ending the exchange now cancels nothing
+
+
+def test_run_ends_the_exchanges_own_cancellation_and_the_task_goes_on() -> None:
+    async def main() -> tuple[bool, int, bool]:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(request(2, "forever", {}), peer)
+
+        async def serve() -> int:
+            await server.runtime.engine.run(exchange)
+            await asyncio.sleep(0)  # a later wait of the same task is not cut short
+            task = asyncio.current_task()
+            assert task is not None
+            if sys.version_info >= (3, 11):
+                return task.cancelling()
+            return 0
+
+        running = asyncio.ensure_future(serve())
+        while exchange.phase is not Phase.RUNNING:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        ended = exchange.cancel()
+        cancelling = await asyncio.wait_for(running, 10)
+        return ended, cancelling, 2 in peer.messages
+
+    assert asyncio.run(main()) == (True, 0, False)
+
+
+def test_run_passes_on_a_cancellation_from_outside() -> None:
+    async def main() -> tuple[bool, Phase]:
+        server = make_server()
+        peer = RecordingPeer()
+        exchange = Exchange(request(3, "forever", {}), peer)
+        running = asyncio.ensure_future(server.runtime.engine.run(exchange))
+        while exchange.phase is not Phase.RUNNING:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        running.cancel()
+        try:
+            await asyncio.wait_for(running, 10)
+        except asyncio.CancelledError:
+            return True, exchange.phase
+        return False, exchange.phase
+
+    assert asyncio.run(main()) == (True, Phase.CANCELLED)
+
+
 def test_an_answered_request_is_freed_without_the_cycle_collector() -> None:
     """A 5 MiB argument must not outlive its request until the next collection."""
 

@@ -371,3 +371,68 @@ def test_a_reply_given_at_once_is_counted_in_the_budget_until_written(total: int
 def test_bad_options_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         make_server().http_app(**options)
+
+
+def test_a_post_runs_its_handler_in_the_requests_own_task() -> None:
+    server = Server("asgi")
+    seen: list[asyncio.Task[Any] | None] = []
+
+    @server.tool
+    async def where() -> str:
+        """Say nothing; note the task it runs in (after a real wait)."""
+        await asyncio.sleep(0.001)
+        seen.append(asyncio.current_task())
+        return "here"
+
+    app = server.http_app()
+
+    async def go() -> tuple[Exchange, asyncio.Task[Any]]:
+        body = modern("tools/call", 1, {"name": "where", "arguments": {}})
+        task = asyncio.ensure_future(request(app, body=body, headers={"mcp-name": "where"}))
+        return await asyncio.wait_for(task, 10), task
+
+    out, task = run(go())
+    assert out.status == 200 and out.json["result"]["content"][0]["text"] == "here"
+    assert seen == [task]
+
+
+def test_notifications_stream_while_the_handler_runs() -> None:
+    # The tool waits for the client to have been sent its first notification: a response
+    # written only once the handler ended would never get there.
+    server = Server("asgi")
+    streamed = asyncio.Event()
+
+    @server.tool
+    async def waits(ctx: Context) -> str:
+        """Report progress, then wait until the client was sent it."""
+        ctx.report_progress(1, 2)
+        await streamed.wait()
+        return "after"
+
+    app = server.http_app()
+
+    def seen(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and b"notifications/progress" in message.get(
+            "body", b""
+        ):
+            streamed.set()
+
+    async def go() -> Exchange:
+        params = {"name": "waits", "arguments": {}}
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {**params, "_meta": {**meta(), "progressToken": "p"}},
+            }
+        ).encode()
+        call = request(app, body=body, headers={"mcp-name": "waits"}, on_send=seen)
+        return await asyncio.wait_for(call, 10)
+
+    out = run(go())
+    assert out.status == 200 and out.headers[b"content-type"] == b"text/event-stream"
+    frames = [json.loads(x[6:]) for x in out.body.decode().splitlines() if x.startswith("data: ")]
+    assert [f.get("method", "reply") for f in frames] == ["notifications/progress", "reply"]
+    assert frames[-1]["result"]["content"][0]["text"] == "after"
+    assert not app.posts and app.outbound.held == 0

@@ -1,7 +1,9 @@
 """The request engine: one request in, the messages of that request out.
 
 `Engine.start` routes a request through the eras (`mcpline.server.eras`) and runs its
-handler as a task (an eager one first runs right there, and most such end there).
+handler as a task (an eager one first runs right there, and most such end there);
+`Engine.run` runs it in the calling task instead, for a transport whose every request has a
+task of its own (an HTTP POST).
 Everything written for the request goes through its `Exchange`: first the notifications tied
 to it (progress, log, a listen's notices, a legacy session's requests for input), then
 exactly one response. The engine knows nothing of connections. Whoever carries requests is a
@@ -356,6 +358,45 @@ class Engine:
         exchange.task = task
         if not exchange.open:  # cancelled during the first step
             task.cancel()
+
+    async def run(self, exchange: Exchange) -> None:
+        """Route ``exchange`` and run it to its end in the calling task (through the
+        middleware, if any): for a transport whose every request already has a task of its
+        own, an HTTP POST. Cancelling the exchange cancels that task, and the cancellation
+        ends here; a cancellation from outside ends the request and goes on."""
+        req = exchange.request
+        chain = self.middleware
+        exchange.task = asyncio.current_task()
+        try:
+            try:
+                ctx, awaitable, long_lived = self.route(exchange)
+            except Exception as exc:
+                if chain is None:
+                    exchange.reply(error_reply(req.id, exc, req.method))
+                    return
+                exchange.move(Phase.RUNNING)
+                awaitable = chain.request(exchange, None, _raise(exc))
+            else:
+                exchange.ctx = ctx
+                if chain is not None:
+                    awaitable = chain.request(exchange, ctx, awaitable)
+                exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
+            try:
+                result = await awaitable
+            except asyncio.CancelledError:
+                if exchange.open:  # not the exchange's own cancellation: pass it on
+                    exchange.move(Phase.CANCELLED)
+                    raise
+                task = asyncio.current_task()
+                if sys.version_info >= (3, 11) and task is not None:
+                    task.uncancel()  # handled: later waits of the task are not cut short
+                return
+            except Exception as exc:
+                self._failed(exchange, exc)
+                return
+            exchange.reply(result_response(exchange.id, result))
+        finally:
+            exchange.task = None  # the task goes on without it: ending it cancels nothing
 
     async def _run(self, exchange: Exchange, awaitable: Awaitable[dict[str, Any]]) -> None:
         try:

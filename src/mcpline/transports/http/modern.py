@@ -1,4 +1,5 @@
-"""2026-07-28 over HTTP: each POST is one exchange with a peer of its own.
+"""2026-07-28 over HTTP: each POST is one exchange with a peer of its own, run in the POST's
+own task.
 
 The reply is plain JSON when it is the first message of the request (always so for a request
 that cannot produce notifications), with the status its error code maps to; as soon as a
@@ -14,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...eager import Waiting, first_step, resume
 from ...errors import JsonRpcError
 from ...jsonrpc import Request
 from ...server.engine import FINAL, Exchange, Phase
@@ -89,26 +91,40 @@ class HttpBinding:
 
 
 class PostPeer(PeerState):
-    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST: its exchange, what its
-    response is written from, and the task that watches for its client's disconnection
-    (started only for a request still running after `WATCH_AFTER`).
+    """The `mcpline.server.engine.Peer` of one 2026-07-28 POST, whose handler runs in the
+    request's own task (`Engine.run`): its exchange, what its response is written from,
+    and the task that watches for its client's disconnection (started only for a request
+    still running after `WATCH_AFTER`, or streaming).
 
-    A reply that comes first is kept as the `answer`, counted in the app's outbound budget
-    while it is written; anything else (a notification first, or a reply that would pass the
-    budget) goes through an `sse.Outbox`, made on first use (`queue`)."""
+    A reply that comes first is kept as the `answer` and written as plain JSON, counted in
+    the app's outbound budget while it is written. A notification that comes first makes
+    the response an SSE stream: it is queued in an `sse.Outbox` (made on first use, `queue`)
+    that a `writer` task streams from while the handler goes on, the reply last; so is a
+    reply that would pass the budget, written by the request's task."""
 
-    def __init__(self, app: HttpApp, name: str, receive: respond.Receive) -> None:
+    def __init__(
+        self,
+        app: HttpApp,
+        name: str,
+        receive: respond.Receive,
+        send: respond.Send,
+        extra: respond.Headers,
+    ) -> None:
         super().__init__(name)
         self.exchange: Exchange | None = None
         self.outbox: sse.Outbox | None = None
         """The queue the response is written from; None until something needs it."""
         self.answer: bytes | None = None
         """The reply, when it came before anything else (no outbox needed)."""
+        self.writer: asyncio.Task[None] | None = None
+        """The task streaming the response, once a notification came first."""
         self.status = 200
         """The HTTP status of the reply, from its JSON-RPC error code (`status_for`)."""
         self.gone = False
         """The client disconnected: the request is cancelled and nothing more is written."""
         self._receive = receive
+        self._send = send
+        self._extra = extra
         self._watcher: asyncio.Task[None] | None = None
         self._app = app
 
@@ -138,7 +154,18 @@ class PostPeer(PeerState):
                     budget.held += size
                     self.answer = data
                     return True
-        return self.queue().put(data, kind)
+            return self.queue().put(data, kind)
+        queued = self.queue().put(data, kind)
+        if queued and self.writer is None and not self.gone:
+            self.writer = self.loop.create_task(self._stream())
+        return queued
+
+    async def _stream(self) -> None:
+        """Write the response as SSE: what is queued, then what comes, the reply last."""
+        outbox = self.queue()
+        self.watch()
+        await respond.start(self._send, 200, [*respond.SSE_HEADERS, *self._extra])
+        await respond.stream(self._send, outbox, self._app.keepalive, self.left)
 
     def send(self, data: bytes, kind: Kind) -> bool:
         return False  # nothing on a 2026-07-28 POST is tied to no request
@@ -202,58 +229,59 @@ async def serve(
     send: respond.Send,
     extra: respond.Headers,
 ) -> None:
-    """Serve one 2026-07-28 request POST through the engine."""
-    peer = PostPeer(app, f"http {request.method} {request.id!r}", receive)
+    """Serve one 2026-07-28 request POST through the engine, in this task."""
+    peer = PostPeer(app, f"http {request.method} {request.id!r}", receive, send, extra)
     exchange = Exchange(
         request, peer, HttpBinding(app, headers, modern_only=True, principal=principal)
     )
     peer.exchange = exchange
-    # Most requests are answered in their first step: they never pay for an outbox, a place
-    # among the open peers, or a watcher task (which only a request still running after
-    # WATCH_AFTER gets).
+    # Most requests end in their first step: they never pay for a place among the open
+    # peers or the timer that starts a watcher for one still running after WATCH_AFTER.
     later: int | None = None
     opened = False
     try:
-        app.engine.start(exchange)
-        answer = peer.answer
-        if answer is not None:
-            await respond.json(send, peer.status, answer, extra)
-            return
-        outbox = peer.queue()
-        if outbox.ready.is_set():
-            items: list[sse.Item] | None = outbox.take()
-        else:
+        running = first_step(app.engine.run(exchange))
+        if isinstance(running, Waiting):
             app.open_post(peer)
             opened = True
             later = app.watch_after.start(peer.watch)
-            items = await sse.next_items(outbox, None)
+            await resume(running.steps, running.yielded)
             app.watch_after.cancel(later)
-        if peer.gone or items is None:
+        if peer.writer is not None:
+            if not opened:
+                app.open_post(peer)
+                opened = True
+            await peer.writer
             return
-        if outbox.aborted:
-            why = (
-                "Internal error: the response outgrew the server's outbound limits "
-                "(max_outbound_bytes, max_outbound_total_bytes)"
-            )
-            await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
+        if peer.gone:
             return
-        if not items:  # ended unanswered: the server is shutting down
-            why = "Server shutting down: the request was not completed"
-            await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
-            return
-        if items[0][1] is Kind.REPLY:
-            await respond.json(send, peer.status, items[0][0], extra)
-            return
-        if not opened:
-            app.open_post(peer)
-            opened = True
-        peer.watch()
-        await respond.start(send, 200, [*respond.SSE_HEADERS, *extra])
-        await respond.stream(send, outbox, app.keepalive, peer.left, items)
+        answer = peer.answer
+        if answer is None:
+            outbox = peer.queue()
+            if outbox.aborted:
+                why = (
+                    "Internal error: the response outgrew the server's outbound limits "
+                    "(max_outbound_bytes, max_outbound_total_bytes)"
+                )
+                await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
+                return
+            items = outbox.take()
+            if not items:  # ended unanswered: the server is shutting down
+                why = "Server shutting down: the request was not completed"
+                await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
+                return
+            answer = items[0][0]
+        await respond.json(send, peer.status, answer, extra)
     finally:
         if later is not None:
             app.watch_after.cancel(later)  # also when the wait above was cancelled
         peer.unwatch()
+        writer = peer.writer
+        if writer is not None:
+            if not writer.done():
+                writer.cancel()
+            elif not writer.cancelled():
+                writer.exception()  # retrieved: raised above when it was awaited
         if exchange.open:
             exchange.cancel()
         if peer.close_hooks:
@@ -263,6 +291,7 @@ async def serve(
         if opened:
             app.close_post(peer)
         peer.release()
+        peer.writer = None
         peer.exchange = None  # no cycle left: the request is freed when it ends, not collected
 
 
