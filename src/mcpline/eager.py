@@ -9,7 +9,7 @@ body that has already arrived before arming its deadline.
 from __future__ import annotations
 
 import types
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -51,27 +51,26 @@ def resume(steps: Steps, yielded: Any) -> Generator[Any, Any, Any]:
     """Go on with ``steps``, which already ran up to yielding ``yielded``, as ``yield from``
     would: what a task sends or throws in goes to ``steps``, and its result is the result."""
     while True:
+        step: Callable[[Any], Any]
+        given: Any
         try:
             sent = yield yielded
         except GeneratorExit:
             steps.close()
             raise
         except BaseException as exc:
-            # What was yielded (the future that failed, say) must not stay in this frame,
-            # which the exception's traceback keeps: that would make a cycle.
-            yielded = None
-            try:
-                yielded = steps.throw(exc)
-            except StopIteration as done:
-                return done.value
+            step, given = steps.throw, exc
         else:
-            yielded = None
-            try:
-                yielded = steps.send(sent)
-            except StopIteration as done:
-                return done.value
-            finally:
-                sent = None
+            step, given = steps.send, sent
+        # What was yielded (a future that failed, say) and what it gave must not stay in
+        # this frame, which the traceback of an exception passing through keeps: a cycle.
+        yielded = sent = None
+        try:
+            yielded = step(given)
+        except StopIteration as done:
+            return done.value
+        finally:
+            given = None
 
 
 __all__ = ["Steps", "Waiting", "first_step", "resume"]

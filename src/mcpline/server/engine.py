@@ -312,12 +312,10 @@ class Engine:
         assert routed is not None
         return routed
 
-    def start(self, exchange: Exchange) -> None:
-        """Route ``exchange`` and run it (through the middleware, if any); without middleware
-        a request refused at once is answered at once.
-
-        It runs as a task; an eager one (`Exchange.eager`, and no middleware) first runs
-        here, up to where it first waits, and gets a task only if it does."""
+    def _begin(self, exchange: Exchange) -> Awaitable[dict[str, Any]] | None:
+        """Route ``exchange`` and move it to its running phase: the awaitable of its result
+        (through the middleware, if any), or None when, without middleware, it was refused
+        and answered at once."""
         req = exchange.request
         chain = self.middleware
         try:
@@ -325,17 +323,26 @@ class Engine:
         except Exception as exc:
             if chain is None:
                 exchange.reply(error_reply(req.id, exc, req.method))
-                return
+                return None
             exchange.move(Phase.RUNNING)
-            refused = chain.request(exchange, None, _raise(exc))
-            exchange.task = exchange.peer.loop.create_task(self._run(exchange, refused))
-            return
+            return chain.request(exchange, None, _raise(exc))
         exchange.ctx = ctx
         if chain is not None:
             awaitable = chain.request(exchange, ctx, awaitable)
         exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
+        return awaitable
+
+    def start(self, exchange: Exchange) -> None:
+        """Route ``exchange`` and run it (through the middleware, if any); without middleware
+        a request refused at once is answered at once.
+
+        It runs as a task; an eager one (`Exchange.eager`, and no middleware) first runs
+        here, up to where it first waits, and gets a task only if it does."""
+        awaitable = self._begin(exchange)
+        if awaitable is None:
+            return
         loop = exchange.peer.loop
-        if not (exchange.eager and EAGER and chain is None):
+        if not (exchange.eager and EAGER and self.middleware is None):
             exchange.task = loop.create_task(self._run(exchange, awaitable))
             return
         # Run it here up to its first suspension, in a context of its own: most such
@@ -364,23 +371,11 @@ class Engine:
         middleware, if any): for a transport whose every request already has a task of its
         own, an HTTP POST. Cancelling the exchange cancels that task, and the cancellation
         ends here; a cancellation from outside ends the request and goes on."""
-        req = exchange.request
-        chain = self.middleware
         exchange.task = asyncio.current_task()
         try:
-            try:
-                ctx, awaitable, long_lived = self.route(exchange)
-            except Exception as exc:
-                if chain is None:
-                    exchange.reply(error_reply(req.id, exc, req.method))
-                    return
-                exchange.move(Phase.RUNNING)
-                awaitable = chain.request(exchange, None, _raise(exc))
-            else:
-                exchange.ctx = ctx
-                if chain is not None:
-                    awaitable = chain.request(exchange, ctx, awaitable)
-                exchange.move(Phase.LISTENING if long_lived else Phase.RUNNING)
+            awaitable = self._begin(exchange)
+            if awaitable is None:
+                return
             try:
                 result = await awaitable
             except asyncio.CancelledError:
