@@ -10,8 +10,9 @@ run time, a name that is none of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypedDict
+
+import msgspec
 
 from .._keywords import check_keywords
 from ..spec import MODERN_VERSIONS
@@ -105,9 +106,10 @@ class PromptOptions(PromptDefinition, total=False):
     """The OAuth scopes a caller's token must hold."""
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    """How a `Server` lists, caches, bounds and shuts down (its constructor's options)."""
+class ServerOptions(msgspec.Struct, frozen=True):
+    """How a `Server` lists, caches, bounds and shuts down (its constructor's options).
+
+    A frozen `msgspec.Struct`: ``__struct_fields__`` names its fields."""
 
     instructions: str | None = None
     page_size: int = 100
@@ -198,7 +200,7 @@ class ServerKeywords(TypedDict, total=False):
     one is handled without the chain, logged."""
 
 
-OPTION_FIELDS = frozenset(f.name for f in fields(ServerOptions))
+OPTION_FIELDS = frozenset(ServerOptions.__struct_fields__)
 """The names of `ServerOptions`' fields."""
 
 
