@@ -121,6 +121,8 @@ NOT_WHILE_SERVING = (
     "uvicorn",
     "pydantic",
     "jsonschema",
+    "mcpline._platform._procfs",  # process figures: measured only when asked
+    "mcpline._platform._psutil",
 )
 
 
