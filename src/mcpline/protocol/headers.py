@@ -16,7 +16,9 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from ..spec import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
@@ -42,7 +44,7 @@ class InvalidHeaderAnnotation(ValueError):
     which and why)."""
 
 
-class HeaderParam(NamedTuple):
+class HeaderParam(msgspec.Struct, frozen=True):
     """One annotated tool parameter: header ``Mcp-Param-{name}`` mirrors the argument at
     ``path`` (a chain of ``properties`` keys), of JSON type ``type``."""
 
