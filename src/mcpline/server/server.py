@@ -145,8 +145,8 @@ class Server:
     @property
     def legacy(self) -> LegacyEra:
         """The legacy (``initialize``) era: set its ``server_info``, ``on_set_level`` and
-        ``on_subscribe`` here. A server built with ``legacy=False`` has none (nothing of it is
-        built): `RuntimeError`."""
+        ``on_subscribe`` here. It is built on first use (here, or a peer's first
+        ``initialize``). A server built with ``legacy=False`` has none: `RuntimeError`."""
         if self._legacy is None:
             raise RuntimeError("this server was built with legacy=False: it has no legacy era")
         return cast("LegacyEra", self._legacy.load())
