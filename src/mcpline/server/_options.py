@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from .tasks.quota import TaskQuota
     from .tasks.store import TaskStore
 
+    TaskStoreOption = TaskStore | str | None
+    TaskQuotaOption = TaskQuota | str | None
+else:  # what `ServerOptions`' signature shows (help, inspect) without loading the tasks
+    TaskStoreOption = TaskQuotaOption = Any
+
 
 class ToolDefinition(TypedDict, total=False):
     """What a tool's definition (``tools/list``) is made of, besides its name."""
@@ -128,12 +133,12 @@ class ServerOptions(msgspec.Struct, frozen=True):
     """The modern revisions served (``supportedVersions``)."""
     strict_arguments: bool = False
     """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
-    task_store: TaskStore | str | None = None
+    task_store: TaskStoreOption = None
     """Where tasks live (see `mcpline.server.tasks.manager`); None: ``$MCPLINE_TASK_STORE``, else
     memory."""
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 1000
-    task_quota: TaskQuota | str | None = None
+    task_quota: TaskQuotaOption = None
     """What tasks may keep (see `mcpline.server.tasks.quota`); None: ``$MCPLINE_TASK_QUOTA``,
     else the defaults."""
     max_pending_notifications: int = DEFAULT_MAX_PENDING_NOTIFICATIONS
