@@ -108,7 +108,8 @@ NOT_WHILE_SERVING = (
     "json",  # stdlib json: the wire is msgspec's
     "hashlib",  # digests come with the first sealed state or authenticated caller
     "mcpline.server.auth.tokens",  # only a server that authenticates reads tokens
-    "mcpline.server.tasks.manager",
+    "mcpline.server.legacy",  # the legacy era is built on the first ``initialize``
+    "mcpline.server.tasks",
     "mcpline.server.subscriptions",
     "mcpline.server.resources",
     "mcpline.server.prompts",
@@ -119,6 +120,9 @@ NOT_WHILE_SERVING = (
     "rich",
     "uvicorn",
     "pydantic",
+    "jsonschema",
+    "mcpline._platform._procfs",  # process figures: measured only when asked
+    "mcpline._platform._psutil",
 )
 
 

@@ -3,7 +3,7 @@ the signatures): a name none of them declares is a `TypeError` naming it, at onc
 
 from __future__ import annotations
 
-import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -46,8 +46,14 @@ def keys(typed: Any) -> set[str]:
 
 
 def test_every_server_keyword_is_an_option_field_or_the_servers_own() -> None:
-    assert {f.name for f in dataclasses.fields(ServerOptions)} == OPTION_FIELDS
+    assert set(ServerOptions.__struct_fields__) == OPTION_FIELDS
     assert keys(ServerKeywords) == (OPTION_FIELDS - {"versions"}) | SERVER_OWN
+
+
+def test_the_server_options_signature_reads_at_run_time() -> None:
+    """What ``help(ServerOptions)`` and editors show: every field, by name."""
+    params = inspect.signature(ServerOptions).parameters
+    assert list(params) == list(ServerOptions.__struct_fields__)
 
 
 def test_the_decorator_options_extend_the_definitions() -> None:

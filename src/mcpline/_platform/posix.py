@@ -29,8 +29,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import _procfs
-from . import _psutil as psutil_backend
 from ._common import TREE_ENV, machine_line, swap_stdio
 from ._threads import Controls, Sink, open_thread_reader
 
@@ -188,6 +186,9 @@ def descendants(root: int) -> dict[int, float]:
     Linux reads ``/proc``; elsewhere psutil (parent links only) when installed; without it
     the answer is empty and a note is logged once.
     """
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     global _noted_no_descendants
     if LINUX:
         return _procfs.descendants(root)
@@ -207,6 +208,9 @@ def descendants(root: int) -> dict[int, float]:
 def marked(marker: str) -> dict[int, float]:
     """Processes whose environment has ``TREE_ENV=marker``, mapped to their start times
     (``/proc`` on Linux, else psutil, else none)."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return _procfs.marked(f"{TREE_ENV}={marker}".encode())
     return psutil_backend.marked(TREE_ENV, marker)
@@ -214,6 +218,9 @@ def marked(marker: str) -> dict[int, float]:
 
 def running(pid: int, start: float) -> bool:
     """Whether ``pid`` is still the live process that started at ``start`` (`descendants`)."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return _procfs.running(pid, start)
     return psutil_backend.running(pid, start)
@@ -356,6 +363,8 @@ def unsent_socket_bytes(fd: int) -> int:
 
 def memory_unavailable() -> str | None:
     """Why process memory cannot be measured here (None when it can)."""
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return None
     why = psutil_backend.missing()
@@ -364,6 +373,9 @@ def memory_unavailable() -> str | None:
 
 def tree_rss(pid: int) -> int | None:
     """Resident memory of ``pid`` and its descendants in bytes; None when not measured."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return _procfs.tree_rss(pid)
     return psutil_backend.tree_rss(pid)
@@ -371,6 +383,9 @@ def tree_rss(pid: int) -> int | None:
 
 def process_memory(pid: int) -> tuple[int, int | None] | None:
     """(resident bytes, peak resident bytes or None) of ``pid`` alone; None when unknown."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return _procfs.memory(pid)
     return psutil_backend.memory(pid)
@@ -378,6 +393,9 @@ def process_memory(pid: int) -> tuple[int, int | None] | None:
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid``; OSError when unknown."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         return _procfs.cpu_seconds(pid)
     return psutil_backend.cpu_seconds(pid)
@@ -385,6 +403,9 @@ def cpu_seconds(pid: int) -> float:
 
 def machine() -> str:
     """One line about this machine: CPUs, model, memory, OS, Python."""
+    from . import _procfs
+    from . import _psutil as psutil_backend
+
     if LINUX:
         model, mem = _procfs.machine()
         return machine_line(model, mem)

@@ -16,7 +16,9 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from ..spec import PROMPTS_GET, RESOURCES_READ, TOOLS_CALL
 
@@ -27,10 +29,11 @@ SENTINEL_END = "?="
 MAX_SAFE_INTEGER = 2**53 - 1
 HEADER_TYPES = ("string", "integer", "boolean")
 
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 """RFC 9110 ``token`` (``1*tchar``): no space, colon, control or non-ASCII character."""
-_PLAIN = re.compile(r"[\x20-\x7e]*")
-_B64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_PLAIN = r"[\x20-\x7e]*"
+_B64 = r"[A-Za-z0-9+/]*={0,2}"
+# Patterns as text: `re` compiles (and caches) each on its first use, not at import.
 
 NAMED_METHODS: Mapping[str, str] = {TOOLS_CALL: "name", PROMPTS_GET: "name", RESOURCES_READ: "uri"}
 """Methods whose ``Mcp-Name`` header mirrors a param, and which param."""
@@ -41,7 +44,7 @@ class InvalidHeaderAnnotation(ValueError):
     which and why)."""
 
 
-class HeaderParam(NamedTuple):
+class HeaderParam(msgspec.Struct, frozen=True):
     """One annotated tool parameter: header ``Mcp-Param-{name}`` mirrors the argument at
     ``path`` (a chain of ``properties`` keys), of JSON type ``type``."""
 
@@ -58,7 +61,7 @@ def is_plain(value: str) -> bool:
     """True when ``value`` can be sent as it is: printable ASCII and spaces, no leading or
     trailing space, and not itself shaped like the sentinel."""
     return (
-        _PLAIN.fullmatch(value) is not None
+        re.fullmatch(_PLAIN, value) is not None
         and value == value.strip(" ")
         and not (value.startswith(SENTINEL_START) and value.endswith(SENTINEL_END))
     )
@@ -83,7 +86,7 @@ def decode_value(value: str) -> str:
     ):
         return value
     body = value[len(SENTINEL_START) : -len(SENTINEL_END)]
-    if len(body) % 4 or _B64.fullmatch(body) is None:
+    if len(body) % 4 or re.fullmatch(_B64, body) is None:
         raise ValueError("malformed Base64 in a sentinel-encoded header value")
     try:
         return base64.b64decode(body, validate=True).decode("utf-8")
@@ -163,7 +166,7 @@ def header_params(schema: Any) -> tuple[HeaderParam, ...]:
             raise InvalidHeaderAnnotation(
                 f"{where}: {ANNOTATION} must be a non-empty string, not {value!r}"
             )
-        if _TOKEN.fullmatch(value) is None:
+        if re.fullmatch(_TOKEN, value) is None:
             raise InvalidHeaderAnnotation(
                 f"{where}: {ANNOTATION} {value!r} is not an HTTP token (letters, digits and "
                 "!#$%&'*+-.^_`|~; no spaces, colons, control or non-ASCII characters)"

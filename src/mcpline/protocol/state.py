@@ -47,7 +47,8 @@ MIN_KEY_BYTES = 16
 MAX_STATE_CHARS = 64 * 1024
 """A sealed state longer than this is refused (both when sealing and when opening)."""
 
-_FORMAT = re.compile(r"[A-Za-z0-9_-]+\.[0-9a-f]{64}")
+_FORMAT = r"[A-Za-z0-9_-]+\.[0-9a-f]{64}"
+"""A sealed state (compiled by `re` on first use, not at import)."""
 _PAYLOAD_KEYS = frozenset({"v", "m", "d", "o", "x", "n", "s", "k"})
 _encoder = msgspec.json.Encoder(order="sorted")
 _decoder = msgspec.json.Decoder()
@@ -237,7 +238,7 @@ class StateSealer:
         """
         if type(token) is not str:
             raise StateError("must be a string")
-        if len(token) > MAX_STATE_CHARS or not _FORMAT.fullmatch(token):
+        if len(token) > MAX_STATE_CHARS or not re.fullmatch(_FORMAT, token):
             raise StateError("is malformed or was not issued by this server")
         body, _, mac = token.rpartition(".")
         import hmac

@@ -10,8 +10,9 @@ run time, a name that is none of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypedDict
+
+import msgspec
 
 from .._keywords import check_keywords
 from ..spec import MODERN_VERSIONS
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
     from .services import LifespanHook
     from .tasks.quota import TaskQuota
     from .tasks.store import TaskStore
+
+    TaskStoreOption = TaskStore | str | None
+    TaskQuotaOption = TaskQuota | str | None
+else:  # what `ServerOptions`' signature shows (help, inspect) without loading the tasks
+    TaskStoreOption = TaskQuotaOption = Any
 
 
 class ToolDefinition(TypedDict, total=False):
@@ -105,9 +111,10 @@ class PromptOptions(PromptDefinition, total=False):
     """The OAuth scopes a caller's token must hold."""
 
 
-@dataclass(frozen=True)
-class ServerOptions:
-    """How a `Server` lists, caches, bounds and shuts down (its constructor's options)."""
+class ServerOptions(msgspec.Struct, frozen=True):
+    """How a `Server` lists, caches, bounds and shuts down (its constructor's options).
+
+    A frozen `msgspec.Struct`: ``__struct_fields__`` names its fields."""
 
     instructions: str | None = None
     page_size: int = 100
@@ -126,12 +133,12 @@ class ServerOptions:
     """The modern revisions served (``supportedVersions``)."""
     strict_arguments: bool = False
     """Tools take arguments exactly as ``inputSchema`` says (no ``"5"`` for an integer)."""
-    task_store: TaskStore | str | None = None
+    task_store: TaskStoreOption = None
     """Where tasks live (see `mcpline.server.tasks.manager`); None: ``$MCPLINE_TASK_STORE``, else
     memory."""
     task_ttl_ms: int | None = 3_600_000
     task_poll_interval_ms: int = 1000
-    task_quota: TaskQuota | str | None = None
+    task_quota: TaskQuotaOption = None
     """What tasks may keep (see `mcpline.server.tasks.quota`); None: ``$MCPLINE_TASK_QUOTA``,
     else the defaults."""
     max_pending_notifications: int = DEFAULT_MAX_PENDING_NOTIFICATIONS
@@ -198,7 +205,7 @@ class ServerKeywords(TypedDict, total=False):
     one is handled without the chain, logged."""
 
 
-OPTION_FIELDS = frozenset(f.name for f in fields(ServerOptions))
+OPTION_FIELDS = frozenset(ServerOptions.__struct_fields__)
 """The names of `ServerOptions`' fields."""
 
 

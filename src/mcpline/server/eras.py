@@ -167,10 +167,50 @@ class ModernEra:
             self._dispatch.subscriptions.resource_updated(peer, uri)
 
 
+class LazyEra:
+    """An era built the first time a request for ``opens`` (``initialize``) arrives, or when
+    `load` is called: until then no peer can have its state, so nothing is its business and
+    its module has not been imported."""
+
+    def __init__(self, opens: str, build: Callable[[], Era]) -> None:
+        self.opens = opens
+        self._build = build
+        self.era: Era | None = None
+
+    def load(self) -> Era:
+        """The era, built now if it was not yet."""
+        if self.era is None:
+            self.era = self._build()
+        return self.era
+
+    def route(self, exchange: Exchange) -> Routed | None:
+        era = self.era
+        if era is None:
+            if exchange.request.method != self.opens:
+                return None
+            era = self.load()
+        return era.route(exchange)
+
+    def on_notification(self, peer: Peer, note: Notification) -> bool:
+        return self.era is not None and self.era.on_notification(peer, note)
+
+    def on_response(self, peer: Peer, resp: Response) -> bool:
+        return self.era is not None and self.era.on_response(peer, resp)
+
+    def list_changed(self, peer: Peer, kind: str) -> None:
+        if self.era is not None:
+            self.era.list_changed(peer, kind)
+
+    def resource_updated(self, peer: Peer, uri: str) -> None:
+        if self.era is not None:
+            self.era.resource_updated(peer, uri)
+
+
 __all__ = [
     "Era",
     "EraHost",
     "Handler",
+    "LazyEra",
     "Listens",
     "Method",
     "ModernEra",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from ..protocol.state import MemoryNonceLedger, NonceLedger, StateSealer
+from ..spec import INITIALIZE
 from ._options import (
     PromptDefinition,
     PromptOptions,
@@ -20,7 +21,7 @@ from ._options import (
     server_options,
 )
 from .engine import Engine
-from .eras import ModernEra
+from .eras import LazyEra, ModernEra
 from .methods import Dispatcher
 from .registry import Registry
 from .runtime import Runtime
@@ -133,11 +134,7 @@ class Server:
         self._dispatch = Dispatcher(
             self.registry, self.info, self.options, self._services, sealer, legacy=legacy
         )
-        self._legacy: LegacyEra | None = None
-        if legacy:
-            from .legacy import LegacyEra
-
-            self._legacy = LegacyEra(self._dispatch)
+        self._legacy = LazyEra(INITIALIZE, self._legacy_era) if legacy else None
         engine = Engine(ModernEra(self._dispatch), [] if self._legacy is None else [self._legacy])
         self._dispatch.engine = engine
         self.runtime = Runtime(engine, self._services, self.options, self.registry)
@@ -148,11 +145,17 @@ class Server:
     @property
     def legacy(self) -> LegacyEra:
         """The legacy (``initialize``) era: set its ``server_info``, ``on_set_level`` and
-        ``on_subscribe`` here. A server built with ``legacy=False`` has none (nothing of it is
-        built): `RuntimeError`."""
+        ``on_subscribe`` here. It is built on first use (here, or a peer's first
+        ``initialize``). A server built with ``legacy=False`` has none: `RuntimeError`."""
         if self._legacy is None:
             raise RuntimeError("this server was built with legacy=False: it has no legacy era")
-        return self._legacy
+        return cast("LegacyEra", self._legacy.load())
+
+    def _legacy_era(self) -> LegacyEra:
+        """The legacy era, built when a peer first sends ``initialize`` (or on `legacy`)."""
+        from .legacy import LegacyEra
+
+        return LegacyEra(self._dispatch)
 
     def add_middleware(self, middleware: Any) -> None:
         """Add ``middleware`` (a `mcpline.middleware.Middleware` or an async callable

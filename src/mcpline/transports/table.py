@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+import msgspec
 
 S = TypeVar("S")
 S_contra = TypeVar("S_contra", contravariant=True)
@@ -64,7 +66,7 @@ class BaseTransport(Generic[S]):
         raise ValueError("this transport has no shorthand flag")
 
 
-class Flag(NamedTuple):
+class Flag(msgspec.Struct, frozen=True):
     """A flag of ``mcpline run`` and the transport option it sets."""
 
     name: str
@@ -89,7 +91,7 @@ class Flag(NamedTuple):
         return self.option or self.dest
 
 
-class Row(NamedTuple):
+class Row(msgspec.Struct, frozen=True):
     """One transport: the addresses it serves and where it is."""
 
     scheme: str

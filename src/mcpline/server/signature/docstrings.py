@@ -6,15 +6,41 @@ from __future__ import annotations
 import inspect
 import re
 
-_SECTION = re.compile(
-    r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters"
-    r"|Returns|Return|Yields|Yield|Raises|Raise|Exceptions|Examples|Example|Notes|Note"
-    r"|Warnings|Warning|See Also|References|Attributes|Methods|Todo)\s*:\s*$"
-)
 _ARG_SECTIONS = frozenset(
     {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
 )
-_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_SECTIONS = _ARG_SECTIONS | {
+    "Other Parameters",
+    "Returns",
+    "Return",
+    "Yields",
+    "Yield",
+    "Raises",
+    "Raise",
+    "Exceptions",
+    "Examples",
+    "Example",
+    "Notes",
+    "Note",
+    "Warnings",
+    "Warning",
+    "See Also",
+    "References",
+    "Attributes",
+    "Methods",
+    "Todo",
+}
+_ARG_LINE = r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$"
+"""An ``Args:`` entry (compiled, by `re`'s cache, only where a docstring has one)."""
+
+
+def _section(line: str) -> str | None:
+    """The section a header line (``Args:``, ``Returns :``, alone on its line) opens."""
+    text = line.strip()
+    if not text.endswith(":"):
+        return None
+    name = text[:-1].rstrip()
+    return name if name in _SECTIONS else None
 
 
 def split_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
@@ -30,7 +56,7 @@ def split_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if not doc:
         return None, {}
     lines = inspect.cleandoc(doc).splitlines()
-    headers = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _SECTION.match(line))]
+    headers = [(i, name) for i, line in enumerate(lines) if (name := _section(line))]
     end = headers[0][0] if headers else len(lines)
     args: dict[str, str] = {}
     for start, name in headers:
@@ -52,7 +78,7 @@ def _parse_args(lines: list[str], args: dict[str, str]) -> None:
             indent = lead
         if lead == 0:
             break
-        m = _ARG_LINE.match(line)
+        m = re.match(_ARG_LINE, line)
         if m and lead == indent:
             current = m.group(1).lstrip("*")
             args[current] = m.group(3).strip()
