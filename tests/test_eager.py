@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any
 
 import pytest
@@ -80,3 +81,27 @@ def test_a_future_is_stepped_too() -> None:
         return await asyncio.wait_for(task, 10)
 
     assert asyncio.run(main()) == 7
+
+
+VAR: contextvars.ContextVar[int] = contextvars.ContextVar("var", default=0)
+
+
+def test_steps_run_in_the_context_given() -> None:
+    async def sets(event: asyncio.Event) -> int:
+        VAR.set(1)
+        await event.wait()
+        VAR.set(VAR.get() + 1)
+        return VAR.get()
+
+    async def main() -> tuple[int, int, int]:
+        event = asyncio.Event()
+        context = contextvars.copy_context()
+        got = first_step(sets(event), context)
+        assert isinstance(got, Waiting)
+        task = asyncio.ensure_future(resume(got.steps, got.yielded, context))
+        await asyncio.sleep(0)
+        event.set()
+        result = await asyncio.wait_for(task, 10)
+        return result, VAR.get(), context[VAR]
+
+    assert asyncio.run(main()) == (2, 0, 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Awaitable, Callable, Generator
+from contextvars import Context
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -35,21 +36,24 @@ class Waiting:
         self.yielded = yielded
 
 
-def first_step(awaitable: Awaitable[T]) -> T | Waiting:
-    """Run ``awaitable`` up to where it first waits: its result when it finished there (its
-    exception when it raised), else a `Waiting` to `resume` inside a task."""
+def first_step(awaitable: Awaitable[T], context: Context | None = None) -> T | Waiting:
+    """Run ``awaitable`` up to where it first waits (in ``context``, if given): its result
+    when it finished there (its exception when it raised), else a `Waiting` to `resume`
+    inside a task."""
     steps = awaitable.__await__()
     try:
-        yielded = steps.send(None)
+        yielded = steps.send(None) if context is None else context.run(steps.send, None)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     return Waiting(steps, yielded)
 
 
 @types.coroutine
-def resume(steps: Steps, yielded: Any) -> Generator[Any, Any, Any]:
+def resume(steps: Steps, yielded: Any, context: Context | None = None) -> Generator[Any, Any, Any]:
     """Go on with ``steps``, which already ran up to yielding ``yielded``, as ``yield from``
-    would: what a task sends or throws in goes to ``steps``, and its result is the result."""
+    would: what a task sends or throws in goes to ``steps`` (each step run in ``context``,
+    if given: the awaitable keeps its context variables to itself), and its result is the
+    result."""
     while True:
         step: Callable[[Any], Any]
         given: Any
@@ -66,7 +70,7 @@ def resume(steps: Steps, yielded: Any) -> Generator[Any, Any, Any]:
         # this frame, which the traceback of an exception passing through keeps: a cycle.
         yielded = sent = None
         try:
-            yielded = step(given)
+            yielded = step(given) if context is None else context.run(step, given)
         except StopIteration as done:
             return done.value
         finally:

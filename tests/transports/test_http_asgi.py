@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -436,3 +437,37 @@ def test_notifications_stream_while_the_handler_runs() -> None:
     assert [f.get("method", "reply") for f in frames] == ["notifications/progress", "reply"]
     assert frames[-1]["result"]["content"][0]["text"] == "after"
     assert not app.posts and app.outbound.held == 0
+
+
+MARK: contextvars.ContextVar[str | None] = contextvars.ContextVar("mark", default=None)
+
+
+@pytest.mark.parametrize("tool", ["at_once", "after_a_wait"])
+def test_what_a_handler_sets_in_context_variables_stays_its_own(tool: str) -> None:
+    # The handler runs in the request's task, in a context of its own: what it sets is not
+    # seen by whoever called the app (a framework's middleware, say) once it returns.
+    server = Server("asgi")
+
+    @server.tool(inline=True)
+    def at_once() -> str:
+        """Set the variable on the event loop."""
+        MARK.set("at_once")
+        return str(MARK.get())
+
+    @server.tool
+    async def after_a_wait() -> str:
+        """Set the variable, wait, and read it back."""
+        MARK.set("after_a_wait")
+        await asyncio.sleep(0.001)
+        return str(MARK.get())
+
+    app = server.http_app()
+
+    async def go() -> tuple[Exchange, str | None]:
+        body = modern("tools/call", 1, {"name": tool, "arguments": {}})
+        out = await request(app, body=body, headers={"mcp-name": tool})
+        return out, MARK.get()
+
+    out, seen_after = run(go())
+    assert out.json["result"]["content"][0]["text"] == tool  # the handler saw its own value
+    assert seen_after is None

@@ -11,6 +11,7 @@ Closing that stream is the cancellation of the request: nothing more is written 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -239,13 +240,14 @@ async def serve(
     # peers or the timer that starts a watcher for one still running after WATCH_AFTER.
     later: int | None = None
     opened = False
+    context = contextvars.copy_context()  # what the handler sets stays its own
     try:
-        running = first_step(app.engine.run(exchange))
+        running = first_step(app.engine.run(exchange), context)
         if isinstance(running, Waiting):
             app.open_post(peer)
             opened = True
             later = app.watch_after.start(peer.watch)
-            await resume(running.steps, running.yielded)
+            await resume(running.steps, running.yielded, context)
             app.watch_after.cancel(later)
         if peer.writer is not None:
             if not opened:
