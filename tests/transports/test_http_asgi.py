@@ -63,9 +63,11 @@ async def request(
     root_path: str = "",
     hold: asyncio.Event | None = None,
     on_send: Callable[[dict[str, Any]], None] | None = None,
+    stall: asyncio.Event | None = None,
 ) -> Exchange:
     """Call the app once; ``hold`` keeps the connection open until set (then disconnects);
-    ``on_send`` sees each message the app sends, as it is sent."""
+    ``on_send`` sees each message the app sends, as it is sent; ``stall`` holds every body
+    write until set (a client that does not read)."""
     h = {"content-type": "application/json", "accept": ACCEPT.decode(), "host": "127.0.0.1:8000"}
     if method == "POST" and "mcp-method" not in (headers or {}):
         try:
@@ -103,6 +105,8 @@ async def request(
     async def send(message: dict[str, Any]) -> None:
         if on_send is not None:
             on_send(message)
+        if stall is not None and message["type"] == "http.response.body":
+            await stall.wait()
         if message["type"] == "http.response.start":
             out.status = message["status"]
             out.headers = dict(message.get("headers", []))
@@ -471,3 +475,62 @@ def test_what_a_handler_sets_in_context_variables_stays_its_own(tool: str) -> No
     out, seen_after = run(go())
     assert out.json["result"]["content"][0]["text"] == tool  # the handler saw its own value
     assert seen_after is None
+
+
+def test_a_request_still_running_past_the_shutdown_grace_gets_a_503() -> None:
+    server = Server("asgi", shutdown_grace=0.05)
+    never = asyncio.Event()
+
+    @server.tool
+    async def stuck() -> str:
+        """Wait for what never comes."""
+        await never.wait()
+        return "never"
+
+    app = server.http_app()
+
+    async def go() -> Exchange:
+        body = modern("tools/call", 5, {"name": "stuck", "arguments": {}})
+        call = asyncio.ensure_future(request(app, body=body, headers={"mcp-name": "stuck"}))
+        while not app.posts:
+            await asyncio.sleep(0.01)
+        await app.shutdown()
+        return await asyncio.wait_for(call, 10)
+
+    out = run(go())
+    assert out.status == 503
+    assert out.json["id"] == 5 and "not completed" in out.json["error"]["message"]
+    assert not app.posts and app.outbound.held == 0
+
+
+def test_a_reply_past_an_outbound_budget_already_overdrawn_is_a_500() -> None:
+    # The first reply (70 KiB, past the 1,500-byte budget, still sent: one reply may pass
+    # it) goes to a client that reads nothing, so its bytes stay held; the second finds the
+    # budget overdrawn and cannot be sent: a 500 naming the limits.
+    server = Server("asgi")
+
+    @server.tool(inline=True)
+    def big() -> str:
+        """A reply larger than the budget."""
+        return "x" * 70_000
+
+    app = server.http_app(max_outbound_total_bytes=1500)
+    body = modern("tools/call", 6, {"name": "big", "arguments": {}})
+
+    async def go() -> tuple[int, Exchange]:
+        stalled = asyncio.Event()
+        first = asyncio.ensure_future(
+            request(app, body=body, headers={"mcp-name": "big"}, stall=stalled)
+        )
+        while app.outbound.held < 70_000:
+            await asyncio.sleep(0.01)
+        held = app.outbound.held
+        second = await asyncio.wait_for(request(app, body=body, headers={"mcp-name": "big"}), 10)
+        stalled.set()
+        await asyncio.wait_for(first, 10)
+        return held, second
+
+    held, second = run(go())
+    assert held > 70_000
+    assert second.status == 500 and "outgrew" in second.json["error"]["message"]
+    assert app.outbound.held == 0
