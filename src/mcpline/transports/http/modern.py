@@ -117,7 +117,7 @@ class PostPeer(PeerState):
         """The queue the response is written from; None until something needs it."""
         self.answer: bytes | None = None
         """The reply, when it came before anything else (no outbox needed)."""
-        self.writer: asyncio.Task[None] | None = None
+        self.writer: asyncio.Task[bool] | None = None
         """The task streaming the response, once a notification came first."""
         self.status = 200
         """The HTTP status of the reply, from its JSON-RPC error code (`status_for`)."""
@@ -156,17 +156,15 @@ class PostPeer(PeerState):
                     self.answer = data
                     return True
             return self.queue().put(data, kind)
-        queued = self.queue().put(data, kind)
-        if queued and self.writer is None and not self.gone:
-            self.writer = self.loop.create_task(self._stream())
-        return queued
-
-    async def _stream(self) -> None:
-        """Write the response as SSE: what is queued, then what comes, the reply last."""
         outbox = self.queue()
-        self.watch()
-        await respond.start(self._send, 200, [*respond.SSE_HEADERS, *self._extra])
-        await respond.stream(self._send, outbox, self._app.keepalive, self.left)
+        queued = outbox.put(data, kind)
+        if queued and self.writer is None and not self.gone:
+            self.watch()
+            head = [*respond.SSE_HEADERS, *self._extra]
+            self.writer = self.loop.create_task(
+                respond.stream(self._send, outbox, self._app.keepalive, self.left, head)
+            )
+        return queued
 
     def send(self, data: bytes, kind: Kind) -> bool:
         return False  # nothing on a 2026-07-28 POST is tied to no request
@@ -247,7 +245,9 @@ async def serve(
             app.open_post(peer)
             opened = True
             later = app.watch_after.start(peer.watch)
-            await resume(running.steps, running.yielded, context)
+            rest = resume(running.steps, running.yielded, context)
+            running = None  # held by the rest alone, which may run for long (a listen)
+            await rest
             app.watch_after.cancel(later)
         if peer.writer is not None:
             if not opened:

@@ -233,19 +233,20 @@ async def stream(
     outbox: sse.Outbox,
     keepalive: float | None,
     gone: Callable[[], bool],
-    first: list[sse.Item] | None = None,
+    head: Iterable[tuple[bytes, bytes]] | None = None,
 ) -> bool:
-    """Write ``first`` then ``outbox`` as SSE events until it closes, the client leaves
-    (``gone``) or it is aborted; a keep-alive comment after each ``keepalive`` seconds of
-    silence. ``gone()`` says whether the client left.
+    """Write ``outbox`` as SSE events until it closes, the client leaves (``gone``) or it is
+    aborted; a keep-alive comment after each ``keepalive`` seconds of silence. ``gone()``
+    says whether the client left.
 
-    The response must already be started. Returns whether the response was ended here
+    With ``head`` (the response's headers), the response is started here with status 200;
+    otherwise it must already be started. Returns whether the response was ended here
     (False when the client left first).
     """
-    pending = first
+    if head is not None:
+        await start(send, 200, head)
     while True:
-        items = pending if pending is not None else await sse.next_items(outbox, keepalive)
-        pending = None
+        items = await sse.next_items(outbox, keepalive)
         if gone():
             return False
         if items is None:
