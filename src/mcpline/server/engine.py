@@ -346,7 +346,8 @@ class Engine:
             exchange.task = loop.create_task(self._run(exchange, awaitable))
             return
         # Run it here up to its first suspension, in a context of its own: most such
-        # requests end there, and never cost a task and a loop pass.
+        # requests end there, and never cost a task and a loop pass. (Stepped by hand, not
+        # through `first_step`: one call less on the stdio hot path, about 1.5% of a call.)
         coro = cast("Coroutine[Any, Any, dict[str, Any]]", awaitable)
         context = contextvars.copy_context()
         try:
@@ -374,30 +375,24 @@ class Engine:
         exchange.task = asyncio.current_task()
         try:
             awaitable = self._begin(exchange)
-            if awaitable is None:
-                return
-            try:
-                result = await awaitable
-            except asyncio.CancelledError:
-                if exchange.open:  # not the exchange's own cancellation: pass it on
-                    exchange.move(Phase.CANCELLED)
-                    raise
-                task = asyncio.current_task()
-                if sys.version_info >= (3, 11) and task is not None:
-                    task.uncancel()  # handled: later waits of the task are not cut short
-                return
-            except Exception as exc:
-                self._failed(exchange, exc)
-                return
-            exchange.reply(result_response(exchange.id, result))
+            if awaitable is not None:
+                await self._run(exchange, awaitable)
         finally:
             exchange.task = None  # the task goes on without it: ending it cancels nothing
 
     async def _run(self, exchange: Exchange, awaitable: Awaitable[dict[str, Any]]) -> None:
+        """Await the handler and answer with what it gave. The exchange's own cancellation
+        (`Exchange.cancel`) ends here; one from outside (the loop closing, the caller of
+        `run` cancelled) ends the exchange and goes on."""
         try:
             result = await awaitable
         except asyncio.CancelledError:
-            self._cancelled(exchange)
+            if exchange.open:
+                exchange.move(Phase.CANCELLED)
+                raise
+            task = asyncio.current_task()
+            if sys.version_info >= (3, 11) and task is not None:
+                task.uncancel()  # handled: later waits of the task are not cut short
             return
         except Exception as exc:
             self._failed(exchange, exc)
@@ -406,7 +401,7 @@ class Engine:
 
     @staticmethod
     def _cancelled(exchange: Exchange) -> None:
-        if exchange.open:  # cancelled from outside the exchange (the loop is closing)
+        if exchange.open:  # the first step raised CancelledError itself: there is no task
             exchange.move(Phase.CANCELLED)
 
     @staticmethod
