@@ -81,6 +81,12 @@ class _Body:
         parts = self.parts
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
+    async def rest(self, receive: Receive) -> bytes:
+        """Take messages from ``receive`` until the body is whole; the body."""
+        while not self.add(await receive()):
+            pass
+        return self.whole()
+
 
 if sys.version_info >= (3, 11):
 
@@ -101,9 +107,7 @@ if sys.version_info >= (3, 11):
         try:
             if isinstance(got, Waiting) and body.add(await resume(got.steps, got.yielded)):
                 return body.whole()
-            while not body.add(await receive()):
-                pass
-            return body.whole()
+            return await body.rest(receive)
         except asyncio.CancelledError:
             if within.cancel(deadline) or task.uncancel():
                 raise  # a cancellation of the request, not the deadline's
@@ -119,15 +123,8 @@ else:
         """The whole request body: at most ``limit`` bytes, all within ``within.delay``
         seconds (`BodyTimeout`), each byte held in ``hold`` (`OverBudget` when the budget
         cannot hold it)."""
-
-        async def read() -> bytes:
-            body = _Body(limit, hold)
-            while not body.add(await receive()):
-                pass
-            return body.whole()
-
         try:
-            return await asyncio.wait_for(read(), within.delay)
+            return await asyncio.wait_for(_Body(limit, hold).rest(receive), within.delay)
         except asyncio.TimeoutError:
             raise BodyTimeout from None
 
