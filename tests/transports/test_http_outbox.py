@@ -90,3 +90,12 @@ def test_a_small_reply_always_fits_and_a_large_one_does_not() -> None:
 def test_a_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_outbound_total_bytes"):
         OutboundBudget(0)
+
+
+def test_a_budget_takes_what_fits_and_nothing_that_does_not() -> None:
+    budget = OutboundBudget(100)
+    assert budget.take(60) and budget.held == 60
+    assert not budget.take(41) and budget.held == 60  # refused whole, nothing held
+    assert budget.take(40) and budget.held == 100
+    budget.give_back(100)
+    assert budget.held == 0

@@ -137,8 +137,6 @@ class PostPeer(PeerState):
             outbox = self.outbox = sse.Outbox(
                 app.server.options.max_outbound_bytes, self.run_overflow_hooks, app.outbound
             )
-            if self.exchange is not None and self.exchange.phase in FINAL:
-                outbox.close()
         return outbox
 
     def deliver(self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind) -> bool:
@@ -148,13 +146,9 @@ class PostPeer(PeerState):
                 code = error.get("code")
                 if type(code) is int:
                     self.status = status_for(code)
-            if self.outbox is None:
-                budget = self._app.outbound
-                size = len(data)
-                if budget.held + size <= budget.limit:
-                    budget.held += size
-                    self.answer = data
-                    return True
+            if self.outbox is None and self._app.outbound.take(len(data)):
+                self.answer = data
+                return True
             return self.queue().put(data, kind)
         outbox = self.queue()
         queued = outbox.put(data, kind)
@@ -187,7 +181,7 @@ class PostPeer(PeerState):
     def release(self) -> None:
         """The response ended: its bytes leave the outbound budget."""
         if self.answer is not None:
-            self._app.outbound.held -= len(self.answer)
+            self._app.outbound.give_back(len(self.answer))
             self.answer = None
         if self.outbox is not None:
             self.outbox.release()
@@ -248,7 +242,6 @@ async def serve(
             rest = resume(running.steps, running.yielded, context)
             running = None  # held by the rest alone, which may run for long (a listen)
             await rest
-            app.watch_after.cancel(later)
         if peer.writer is not None:
             if not opened:
                 app.open_post(peer)
@@ -259,15 +252,15 @@ async def serve(
             return
         answer = peer.answer
         if answer is None:
-            outbox = peer.queue()
-            if outbox.aborted:
+            outbox = peer.outbox
+            if outbox is not None and outbox.aborted:
                 why = (
                     "Internal error: the response outgrew the server's outbound limits "
                     "(max_outbound_bytes, max_outbound_total_bytes)"
                 )
                 await respond.error(send, 500, INTERNAL_ERROR, why, request.id, extra)
                 return
-            items = outbox.take()
+            items = outbox.take() if outbox is not None else []
             if not items:  # ended unanswered: the server is shutting down
                 why = "Server shutting down: the request was not completed"
                 await respond.error(send, 503, INTERNAL_ERROR, why, request.id, extra)
@@ -276,7 +269,7 @@ async def serve(
         await respond.json(send, peer.status, answer, extra)
     finally:
         if later is not None:
-            app.watch_after.cancel(later)  # also when the wait above was cancelled
+            app.watch_after.cancel(later)  # however the request ended
         peer.unwatch()
         writer = peer.writer
         if writer is not None:

@@ -59,6 +59,18 @@ class OutboundBudget:
         self.outboxes: set[Outbox] = set()
         """The outboxes of responses in progress."""
 
+    def take(self, size: int) -> bool:
+        """Hold ``size`` more bytes if they fit under the limit; False, holding nothing, if
+        not."""
+        if self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        """``size`` held bytes were written (or dropped)."""
+        self.held -= size
+
     def relieve(self, size: int, asking: Outbox) -> None:
         """Abort the outboxes (other than ``asking``) with the most bytes queued until
         ``size`` more fits, or none has `DRAINED_WRITE` bytes queued (a shorter queue is
