@@ -186,12 +186,13 @@ def descendants(root: int) -> dict[int, float]:
     Linux reads ``/proc``; elsewhere psutil (parent links only) when installed; without it
     the answer is empty and a note is logged once.
     """
-    from . import _procfs
-    from . import _psutil as psutil_backend
-
     global _noted_no_descendants
     if LINUX:
+        from . import _procfs
+
         return _procfs.descendants(root)
+    from . import _psutil as psutil_backend
+
     if psutil_backend.module() is not None:
         return psutil_backend.descendants(root)
     if not _noted_no_descendants:
@@ -208,21 +209,23 @@ def descendants(root: int) -> dict[int, float]:
 def marked(marker: str) -> dict[int, float]:
     """Processes whose environment has ``TREE_ENV=marker``, mapped to their start times
     (``/proc`` on Linux, else psutil, else none)."""
-    from . import _procfs
+    if LINUX:
+        from . import _procfs
+
+        return _procfs.marked(f"{TREE_ENV}={marker}".encode())
     from . import _psutil as psutil_backend
 
-    if LINUX:
-        return _procfs.marked(f"{TREE_ENV}={marker}".encode())
     return psutil_backend.marked(TREE_ENV, marker)
 
 
 def running(pid: int, start: float) -> bool:
     """Whether ``pid`` is still the live process that started at ``start`` (`descendants`)."""
-    from . import _procfs
+    if LINUX:
+        from . import _procfs
+
+        return _procfs.running(pid, start)
     from . import _psutil as psutil_backend
 
-    if LINUX:
-        return _procfs.running(pid, start)
     return psutil_backend.running(pid, start)
 
 
@@ -363,53 +366,57 @@ def unsent_socket_bytes(fd: int) -> int:
 
 def memory_unavailable() -> str | None:
     """Why process memory cannot be measured here (None when it can)."""
-    from . import _psutil as psutil_backend
-
     if LINUX:
         return None
+    from . import _psutil as psutil_backend
+
     why = psutil_backend.missing()
     return None if why is None else f"not measured on {NAME}: {why}"
 
 
 def tree_rss(pid: int) -> int | None:
     """Resident memory of ``pid`` and its descendants in bytes; None when not measured."""
-    from . import _procfs
+    if LINUX:
+        from . import _procfs
+
+        return _procfs.tree_rss(pid)
     from . import _psutil as psutil_backend
 
-    if LINUX:
-        return _procfs.tree_rss(pid)
     return psutil_backend.tree_rss(pid)
 
 
 def process_memory(pid: int) -> tuple[int, int | None] | None:
     """(resident bytes, peak resident bytes or None) of ``pid`` alone; None when unknown."""
-    from . import _procfs
+    if LINUX:
+        from . import _procfs
+
+        return _procfs.memory(pid)
     from . import _psutil as psutil_backend
 
-    if LINUX:
-        return _procfs.memory(pid)
     return psutil_backend.memory(pid)
 
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid``; OSError when unknown."""
-    from . import _procfs
+    if LINUX:
+        from . import _procfs
+
+        return _procfs.cpu_seconds(pid)
     from . import _psutil as psutil_backend
 
-    if LINUX:
-        return _procfs.cpu_seconds(pid)
     return psutil_backend.cpu_seconds(pid)
 
 
 def machine() -> str:
     """One line about this machine: CPUs, model, memory, OS, Python."""
-    from . import _procfs
-    from . import _psutil as psutil_backend
-
     if LINUX:
+        from . import _procfs
+
         model, mem = _procfs.machine()
         return machine_line(model, mem)
     import platform
+
+    from . import _psutil as psutil_backend
 
     return machine_line(platform.processor() or "unknown CPU", psutil_backend.total_memory())
 
