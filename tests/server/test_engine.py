@@ -119,17 +119,32 @@ def test_a_cancelled_exchange_writes_nothing_more() -> None:
 
 
 def test_run_serves_a_request_in_the_calling_task() -> None:
-    async def main() -> tuple[list[Kind], list[Phase], bool]:
+    class WherePeer(RecordingPeer):
+        """Notes the task each message is written from."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.tasks: list[asyncio.Task[Any] | None] = []
+
+        def deliver(
+            self, exchange: Exchange, message: dict[str, Any], data: bytes, kind: Kind
+        ) -> bool:
+            self.tasks.append(asyncio.current_task())
+            return super().deliver(exchange, message, data, kind)
+
+    async def main() -> tuple[list[Kind], list[Phase], bool, bool]:
         server = make_server()
-        peer = RecordingPeer()
+        peer = WherePeer()
         exchange = Exchange(request(1, "steps", {"n": 2}, progressToken="t"), peer)
         await server.runtime.engine.run(exchange)
         kinds = [k for k, _ in peer.messages[1]]
-        return kinds, peer.phases[1], exchange.task is None
+        here = peer.tasks == [asyncio.current_task()] * 3
+        return kinds, peer.phases[1], here, exchange.task is None
 
-    kinds, phases, released = asyncio.run(main())
+    kinds, phases, here, released = asyncio.run(main())
     assert kinds == [Kind.ADVISORY, Kind.ADVISORY, Kind.REPLY]
     assert phases == [Phase.QUEUED, Phase.RUNNING, Phase.ANSWERED]
+    assert here  # the handler wrote its progress and its reply from the caller's task
     assert released  # ending the exchange now cancels nothing
 
 

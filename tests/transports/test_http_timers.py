@@ -217,16 +217,27 @@ def test_a_body_that_never_starts_is_a_body_timeout() -> None:
         asyncio.run(main())
 
 
+class Counted(FixedDelayTimers):
+    """Timers that count how many were started."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(delay)
+        self.started = 0
+
+    def start(self, callback: Callable[[], object]) -> int:
+        self.started += 1
+        return super().start(callback)
+
+
 def test_a_disconnection_before_the_body_is_reported_at_once() -> None:
+    timers = Counted(3600)
+
     async def main() -> None:
         async def gone() -> dict[str, Any]:
             return {"type": "http.disconnect"}
 
-        timers = FixedDelayTimers(3600)
-        try:
-            await respond.read_body(gone, 1024, BodyBudget(1024).hold(), timers)
-        finally:
-            assert not timers.pending
+        await respond.read_body(gone, 1024, BodyBudget(1024).hold(), timers)
 
     with pytest.raises(respond.Disconnected):
         asyncio.run(main())
+    assert timers.started == 0 and not timers.pending  # no deadline was armed for it
