@@ -3,7 +3,8 @@
 `first_step` runs an awaitable up to where it first waits; `resume` goes on with one that did,
 inside the awaiting task, as ``await`` would have. The engine runs a request's first step
 before giving it a task (`mcpline.server.engine.Engine.start`); the HTTP transport reads a
-body that has already arrived before arming its deadline.
+body that has already arrived before arming its deadline, and runs a POST's first step before
+it registers the request and arms its watch timer (`mcpline.transports.http.modern.serve`).
 """
 
 from __future__ import annotations
