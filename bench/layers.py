@@ -1,10 +1,10 @@
 """Where mcpline's server CPU goes, by layer: the floor, mcpline's transport front alone,
-and mcpline, over HTTP and over stdio.
+the front with the bare required steps of a call, and mcpline, over HTTP and over stdio.
 
-    .venv/bin/python bench/layers.py              # 5 interleaved rounds (about 5 minutes)
+    .venv/bin/python bench/layers.py              # 5 interleaved rounds (about 10 minutes)
     .venv/bin/python bench/layers.py --rounds 1   # to check that it works
 
-Three servers per transport:
+Four servers per transport:
 
 - the floor: over HTTP ``asgi_floor_server.py``, a bare ASGI app on the same uvicorn that
   reads the body, decodes it and returns the echo result; over stdio ``bare_server.py``,
@@ -13,6 +13,10 @@ Three servers per transport:
   (over HTTP: routing, the Host/Origin screen, admission and per-client shares, the body's
   limits and budget, the headers; over stdio: framing, parse, coalesced writes), then the
   floor's own reply, with no MCP handling;
+- the required steps, the same server with ``MCPLINE_LAYER=steps``: the front, then only the
+  steps a correct answer cannot skip, in one straight line (the ``_meta`` and header checks,
+  finding the tool, validating and binding its arguments, the timed call, the result's shape,
+  the encode) with no engine, exchange, peer or `Context`: a lower bound on the MCP handling;
 - mcpline, ``mcpline_server.py``.
 
 HTTP is driven by wrk at 16 clients with ``echo`` (a plain ``def``) and ``aecho``
@@ -50,7 +54,9 @@ from http_server import (  # noqa: E402
 from loadgen import run_wrk, wrk_binary  # noqa: E402
 
 FRONT = "mcpline's front"
+STEPS = "front + required steps"
 MCPLINE = "mcpline"
+NAMES = (FLOOR, FRONT, STEPS, MCPLINE)
 FIGURES = ("http echo", "http aecho", "stdio echo", "stdio aecho")
 GOALS = {"http echo": 2.0, "http aecho": 1.5, "stdio echo": 3.5}
 """Issue 25's goals for server CPU per request, as a ratio to the floor's (stdio's is for
@@ -63,6 +69,11 @@ def stdio_specs() -> list[StdioSpec]:
     return [
         StdioSpec(FLOOR, [sys.executable, str(servers / "bare_server.py")]),
         StdioSpec(FRONT, [sys.executable, str(servers / "mcpline_front_server.py")], env),
+        StdioSpec(
+            STEPS,
+            [sys.executable, str(servers / "mcpline_front_server.py")],
+            {**env, "MCPLINE_LAYER": "steps"},
+        ),
         StdioSpec(MCPLINE, [sys.executable, str(servers / "mcpline_server.py")], env),
     ]
 
@@ -86,9 +97,11 @@ def http_specs() -> list[Spec]:
     mcpline = str(Path(sys.executable).parent / "mcpline")
     bind = ["127.0.0.1:{port}", *PER_CLIENT_CAPS]
     servers = HERE / "servers"
+    front = [mcpline, "run", str(servers / "mcpline_front_server.py"), "--http", *bind]
     return [
         Spec(FLOOR, [sys.executable, str(servers / "asgi_floor_server.py"), "{port}"]),
-        Spec(FRONT, [mcpline, "run", str(servers / "mcpline_front_server.py"), "--http", *bind]),
+        Spec(FRONT, front),
+        Spec(STEPS, front, {"MCPLINE_LAYER": "steps"}),
         Spec(MCPLINE, [mcpline, "run", str(servers / "mcpline_server.py"), "--http", *bind]),
     ]
 
@@ -124,17 +137,17 @@ def report(figures: dict[str, dict[str, list[float]]], rounds: int, seconds: flo
         "|---|" + "---|" * len(FIGURES),
     ]
     med = {name: {t: median(v) for t, v in per.items()} for name, per in figures.items()}
-    for name in (FLOOR, FRONT, MCPLINE):
+    for name in NAMES:
         cells = [f"{med[name][t]:.1f} ({med[name][t] / med[FLOOR][t]:.2f}× floor)" for t in FIGURES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "Per layer, and what each goal leaves for the MCP handling:", ""]
     for t in FIGURES:
-        floor, front, full = med[FLOOR][t], med[FRONT][t], med[MCPLINE][t]
+        floor, front, steps, full = (med[n][t] for n in (FLOOR, FRONT, STEPS, MCPLINE))
         line = (
-            f"- {t}: the front costs {front - floor:.1f} µs over the floor, the MCP handling"
-            f" {full - front:.1f} µs more"
+            f"- {t}: the front costs {front - floor:.1f} µs over the floor; the MCP handling"
+            f" {full - front:.1f} µs more, of which the bare required steps {steps - front:.1f} µs"
         )
-        goal = GOALS.get(t, GOALS.get("stdio echo") if t.startswith("stdio") else None)
+        goal = GOALS.get(t, GOALS["stdio echo"] if t.startswith("stdio") else None)
         if goal is not None:
             allowed = goal * floor
             line += (
@@ -151,8 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "layers.md")
     args = ap.parse_args(argv)
-    names = (FLOOR, FRONT, MCPLINE)
-    figures: dict[str, dict[str, list[float]]] = {n: {t: [] for t in FIGURES} for n in names}
+    figures: dict[str, dict[str, list[float]]] = {n: {t: [] for t in FIGURES} for n in NAMES}
     jobs: list[tuple[str, Callable[[], dict[str, float]]]] = []
     for spec in http_specs():
         jobs.append((spec.name, functools.partial(http_cpu, spec, args.seconds)))
