@@ -39,6 +39,9 @@ from mcpline.wire import encode
 
 app = mcpline_server.app
 LAYER = os.environ.get("MCPLINE_LAYER", "front")
+if LAYER not in ("front", "steps"):
+    raise SystemExit(f"MCPLINE_LAYER must be front or steps, not {LAYER!r}")
+STEPS = LAYER == "steps"
 VERSIONS = app.options.versions
 SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "bench-mcpline", "version": "0"}}
 
@@ -99,7 +102,7 @@ async def serve_post(
     extra: respond.Headers,
 ) -> None:
     """In place of `modern.serve`: the floor's reply, or the required steps', to a POST."""
-    if LAYER == "steps" and request.method == "tools/call":
+    if STEPS and request.method == "tools/call":
         reply = checked_steps_reply(request, headers, app)
     else:
         reply = floor_reply(request)
@@ -108,8 +111,7 @@ async def serve_post(
 
 def handle_request(self: Connection, req: Request) -> None:
     """In place of `Connection.handle_request`: the reply, written as replies are."""
-    steps = LAYER == "steps" and req.method == "tools/call"
-    self.write(steps_reply(req) if steps else floor_reply(req))
+    self.write(steps_reply(req) if STEPS and req.method == "tools/call" else floor_reply(req))
 
 
 modern.serve = serve_post  # both are looked up per request
